@@ -1,0 +1,69 @@
+"""``ethlink lint``: ``verilator --lint-only -Wall`` on every export.
+
+Every export is linted at its default parameters and at each value of the parameters listed in
+:data:`LINT_SWEEP`, with only the project's waiver file (``sim/verilator_waivers.vlt``: narrow,
+each waiver commented). A warning fails the lint.
+"""
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .exports import EXPORTS, generate_verilog
+from .toolchain import verilator_env, verilator_root
+
+__all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
+
+#: Parameter values linted besides the defaults (they change the generated hardware).
+LINT_SWEEP = {"beat_octets": (8, 16, 32, 64)}
+
+WAIVERS = Path(__file__).resolve().parent.parent / "sim" / "verilator_waivers.vlt"
+
+
+def lint_configurations():
+    """``(export, params)`` pairs that ``ethlink lint`` checks."""
+    for name, export in EXPORTS.items():
+        seen = set()
+        variants = [{}]
+        for key, values in LINT_SWEEP.items():
+            if key in export.params:
+                variants += [{key: value} for value in values]
+        for params in variants:
+            resolved = tuple(sorted(export.resolve_params(params).items()))
+            if resolved not in seen:
+                seen.add(resolved)
+                yield name, dict(resolved)
+
+
+def lint_export(name, params):
+    """Lint one export; returns ``(ok, messages)``."""
+    with tempfile.TemporaryDirectory(prefix="ethlink-lint-") as tmp:
+        source = Path(tmp) / f"{name}.v"
+        source.write_text(generate_verilog(name, params))
+        result = subprocess.run(
+            [str(verilator_root() / "bin" / "verilator"), "--lint-only", "-Wall",
+             "--top-module", name, str(WAIVERS), str(source)],
+            env=verilator_env(), capture_output=True, text=True)
+    messages = (result.stdout + result.stderr).strip()
+    return result.returncode == 0 and "%Warning" not in messages, messages
+
+
+def _run(args):
+    failures = 0
+    for name, params in lint_configurations():
+        if args.name and name not in args.name:
+            continue
+        ok, messages = lint_export(name, params)
+        label = " ".join(f"{k}={v}" for k, v in params.items())
+        print(f"{'ok  ' if ok else 'FAIL'} {name} {label}")
+        if not ok:
+            failures += 1
+            print(messages, file=sys.stderr)
+    return 1 if failures else 0
+
+
+def register(subparsers):
+    p = subparsers.add_parser("lint", help="verilator --lint-only -Wall on every export")
+    p.add_argument("name", nargs="*", help="only these exports (default: all)")
+    p.set_defaults(func=_run)

@@ -1,0 +1,183 @@
+"""Testbench pieces shared by the cocotb tests and the benches.
+
+Bus models are cocotbext-axi's; this module only adds what every bench needs around them: the
+clock and reset, random idle/back-pressure generators, and a cycle-stamped log of transfers so
+that latency is measured in cycles, not in simulated time.
+"""
+
+import itertools
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+
+__all__ = ["CLOCK_NS", "start", "pauses", "axis_source", "axis_sink", "TransferLog",
+           "payload_frame", "wait_idle"]
+
+#: Simulation clock period. The figures the benches print in ns use the clock they state.
+CLOCK_NS = 2
+
+
+async def start(dut, reset_cycles=4):
+    """Start ``clk`` and hold ``rst`` for ``reset_cycles`` cycles; returns the cycle counter."""
+    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+    counter = CycleCounter(dut.clk)
+    cocotb.start_soon(counter.run())
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, reset_cycles)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+    return counter
+
+
+class CycleCounter:
+    """Counts rising edges of the clock; ``now`` is the number of the current cycle."""
+    def __init__(self, clk):
+        self.clk = clk
+        self.now = 0
+
+    async def run(self):
+        while True:
+            await RisingEdge(self.clk)
+            self.now += 1
+
+
+def pauses(rng, fraction):
+    """Pause pattern for cocotbext-axi's ``set_pause_generator``: each cycle paused with
+    probability ``fraction`` (0 gives an endless run without pause)."""
+    if fraction <= 0:
+        return itertools.repeat(False)
+    return (rng.random() < fraction for _ in itertools.count())
+
+
+def axis_source(dut, prefix, rng=None, idle=0.0):
+    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
+    source.log.setLevel("WARNING")
+    if rng is not None:
+        source.set_pause_generator(pauses(rng, idle))
+    return source
+
+
+def axis_sink(dut, prefix, rng=None, backpressure=0.0):
+    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
+    sink.log.setLevel("WARNING")
+    if rng is not None:
+        sink.set_pause_generator(pauses(rng, backpressure))
+    return sink
+
+
+def payload_frame(payload):
+    """The packet for ``payload`` on a payload stream: an empty payload is one beat with
+    ``tkeep = 0`` (see :mod:`ethlink.rtl.stream`)."""
+    if not payload:
+        return AxiStreamFrame(b"\0", tkeep=[0])
+    return AxiStreamFrame(payload)
+
+
+class TransferLog:
+    """Records the cycle of every transfer (``tvalid & tready``) on stream ``prefix``.
+
+    ``transfers`` is a list of ``(cycle, tlast)`` (``tlast`` is 1 on streams without it), and
+    ``frame_starts`` lists the cycle of the first beat of each packet. ``prefix`` names an
+    AXI4-Stream port (``PREFIX_tvalid``...) or a tap (``PREFIX_valid``...).
+    """
+    def __init__(self, dut, prefix, counter):
+        t = "t" if hasattr(dut, f"{prefix}_tvalid") else ""
+        self.valid = getattr(dut, f"{prefix}_{t}valid")
+        self.ready = getattr(dut, f"{prefix}_{t}ready")
+        self.last = getattr(dut, f"{prefix}_{t}last", None)
+        self.counter = counter
+        self.clk = dut.clk
+        self.transfers = []
+        self.frame_starts = []
+        self.stalls = 0       # cycles with tvalid high and tready low
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        in_packet = False
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if not int(self.valid.value):
+                continue
+            if not int(self.ready.value):
+                self.stalls += 1
+                continue
+            last = 1 if self.last is None else int(self.last.value)
+            if not in_packet:
+                self.frame_starts.append(self.counter.now)
+            self.transfers.append((self.counter.now, last))
+            in_packet = not last
+
+
+async def wait_idle(dut, sources, sinks_expected, timeout_cycles=100000):
+    """Wait until every source is idle and each ``(sink, n)`` pair has received ``n`` packets."""
+    for _ in range(timeout_cycles):
+        await RisingEdge(dut.clk)
+        if all(source.idle() for source in sources) and all(
+                sink.count() >= n for sink, n in sinks_expected):
+            return
+    raise AssertionError(f"timeout after {timeout_cycles} cycles: sinks hold "
+                         f"{[sink.count() for sink, _ in sinks_expected]} packets, expected "
+                         f"{[n for _, n in sinks_expected]}")
+
+
+
+class StreamChecker:
+    """Checks the stream rules (:mod:`ethlink.rtl.stream`) on an output, every cycle.
+
+    * once ``tvalid`` is high it stays high, with the same ``tdata``/``tkeep``/``tlast``, until
+      the transfer;
+    * on a packet stream, every beat but the last is full, the last beat's ``tkeep`` is a run
+      of ones from lane 0, and it is empty only when it is the packet's only beat.
+
+    Violations are collected in ``errors`` (a test asserts it is empty at the end).
+    """
+    def __init__(self, dut, prefix):
+        self.prefix = prefix
+        self.valid = getattr(dut, f"{prefix}_tvalid")
+        self.ready = getattr(dut, f"{prefix}_tready")
+        self.signals = [getattr(dut, f"{prefix}_{name}") for name in ("tdata", "tkeep", "tlast")
+                        if hasattr(dut, f"{prefix}_{name}")]
+        self.keep = getattr(dut, f"{prefix}_tkeep", None)
+        self.last = getattr(dut, f"{prefix}_tlast", None)
+        self.clk = dut.clk
+        self.errors = []
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        held = None          # payload of a beat offered but not yet taken
+        beat_in_packet = 0
+        cycle = 0
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            cycle += 1
+            valid = int(self.valid.value)
+            payload = tuple(int(signal.value) for signal in self.signals)
+            if held is not None and (not valid or payload != held):
+                self.errors.append(f"{self.prefix}: cycle {cycle}: a beat offered but not taken "
+                                   f"was withdrawn or changed")
+            if not valid:
+                held = None
+                continue
+            if not int(self.ready.value):
+                held = payload
+                continue
+            held = None
+            if self.keep is None:
+                continue
+            width = len(self.keep)
+            keep, last = int(self.keep.value), int(self.last.value)
+            count = bin(keep).count("1")
+            if keep != (1 << count) - 1:
+                self.errors.append(f"{self.prefix}: cycle {cycle}: tkeep {keep:#x} is not a run "
+                                   f"of ones from lane 0")
+            elif not last and count != width:
+                self.errors.append(f"{self.prefix}: cycle {cycle}: a beat before tlast is not "
+                                   f"full (tkeep {keep:#x})")
+            elif last and count == 0 and beat_in_packet:
+                self.errors.append(f"{self.prefix}: cycle {cycle}: an empty beat ends a packet "
+                                   f"of {beat_in_packet} beats")
+            beat_in_packet = 0 if last else beat_in_packet + 1
