@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "ethlink.lint",
     "ethlink.synth",
     "ethlink.frame_cli",
+    "ethlink.bench",
 )
 
 

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from .exports import EXPORTS, generate_verilog
+from .sim.runner import LINT_WAIVERS
 from .toolchain import verilator_env, verilator_root
 
 __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
@@ -18,7 +19,6 @@ __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
 #: Parameter values linted besides the defaults (they change the generated hardware).
 LINT_SWEEP = {"beat_octets": (8, 16, 32, 64)}
 
-WAIVERS = Path(__file__).resolve().parent.parent / "sim" / "verilator_waivers.vlt"
 
 
 def lint_configurations():
@@ -43,7 +43,7 @@ def lint_export(name, params):
         source.write_text(generate_verilog(name, params))
         result = subprocess.run(
             [str(verilator_root() / "bin" / "verilator"), "--lint-only", "-Wall",
-             "--top-module", name, str(WAIVERS), str(source)],
+             "--top-module", name, str(LINT_WAIVERS), str(source)],
             env=verilator_env(), capture_output=True, text=True)
     messages = (result.stdout + result.stderr).strip()
     return result.returncode == 0 and "%Warning" not in messages, messages

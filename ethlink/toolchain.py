@@ -56,10 +56,9 @@ def verilator_version():
 def build_cache_dir():
     """Where Verilator builds and other generated files are kept between runs.
 
-    ``ETHLINK_BUILD_DIR`` overrides the default ``build/`` folder of the working tree.
+    ``ETHLINK_BUILD_DIR`` overrides the default, ``build/`` in the current directory.
     """
-    default = Path(__file__).resolve().parent.parent / "build"
-    path = Path(os.environ.get("ETHLINK_BUILD_DIR", default))
+    path = Path(os.environ.get("ETHLINK_BUILD_DIR", "build")).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

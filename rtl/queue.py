@@ -1,7 +1,8 @@
 """Small register queues used at block outputs."""
 
-from amaranth.hdl import Module, Signal, Array, Mux
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import Out
 
 __all__ = ["DualPushQueue"]
@@ -22,14 +23,17 @@ class DualPushQueue(wiring.Component):
     data0, data1 : In(shape)
     room2 : Out(1)
         At least two free entries (registered level, independent of this cycle's pop).
+    level : Out(range(depth + 1))
+        Entries held.
     o : Out(stream.Signature(shape))
-        Head of the queue; ``valid`` and ``payload`` come from registers through a mux.
+        Head of the queue; ``payload`` is read from LUT RAM (combinational), ``valid`` is a
+        compare of ``level``.
 
     Latency: an entry pushed in cycle *t* is valid at ``o`` in cycle *t + 1*.
     """
     def __init__(self, shape, depth=4):
-        if depth < 2:
-            raise ValueError("depth must be at least 2")
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two, at least 2, not {depth}")
         self._shape = shape
         self._depth = depth
         super().__init__({
@@ -43,28 +47,35 @@ class DualPushQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = self._depth
-        entries = Array(Signal(self._shape, name=f"entry{i}") for i in range(depth))
-        rp = Signal(range(depth))
+        # Two banks of LUT RAM, even and odd positions: the two entries of a double push always
+        # land in different banks, so each bank needs only one write port.
+        banks = []
+        for n in range(2):
+            mem = Memory(shape=self._shape, depth=depth // 2, init=[])
+            m.submodules[f"bank{n}"] = mem
+            banks.append((mem.write_port(), mem.read_port(domain="comb")))
+
         wp = Signal(range(depth))
-
-        def inc(ptr, by=1):
-            return Mux(ptr + by >= depth, ptr + by - depth, ptr + by)
-
+        rp = Signal(range(depth))
+        wp1 = Signal(range(depth))
+        m.d.comb += wp1.eq(wp + 1)   # wraps: depth is a power of two
         pop = self.o.valid & self.o.ready
-        n_push = Mux(self.push1, 2, Mux(self.push0, 1, 0))
+        for n, (write, read) in enumerate(banks):
+            first_here = wp[0] == n   # data0 goes to this bank
+            m.d.comb += [
+                write.addr.eq(Mux(first_here, wp[1:], wp1[1:])),
+                write.data.eq(Mux(first_here, self.data0, self.data1)),
+                write.en.eq(Mux(first_here, self.push0, self.push1)),
+                read.addr.eq(rp[1:]),
+            ]
         m.d.comb += [
             self.o.valid.eq(self.level != 0),
-            self.o.payload.eq(entries[rp]),
+            self.o.payload.eq(Mux(rp[0], banks[1][1].data, banks[0][1].data)),
             self.room2.eq(self.level <= depth - 2),
         ]
-        with m.If(self.push0):
-            m.d.sync += entries[wp].eq(self.data0)
-        with m.If(self.push1):
-            m.d.sync += entries[inc(wp)].eq(self.data1)
         m.d.sync += [
-            wp.eq(Mux(self.push1, inc(wp, 2), Mux(self.push0, inc(wp), wp))),
-            self.level.eq(self.level + n_push - pop),
+            wp.eq(wp + self.push0 + self.push1),
+            rp.eq(rp + pop),
+            self.level.eq(self.level + self.push0 + self.push1 - pop),
         ]
-        with m.If(pop):
-            m.d.sync += rp.eq(inc(rp))
         return m

@@ -68,7 +68,7 @@ def count_to_keep(count, octets):
 class SaturatingCounter:
     """A :data:`COUNTER_WIDTH`-bit event counter that sticks at its maximum instead of wrapping.
 
-    ``counter.inc(m.d.sync, condition)`` adds the increment statements to a module domain.
+    ``counter.increment(m, condition)`` adds the (synchronous) increment to module ``m``.
     """
     def __init__(self, name, width=COUNTER_WIDTH):
         self.value = Signal(width, name=name)

@@ -30,7 +30,7 @@ __all__ = [
     "LLR_PAYLOAD", "CREDIT_PAYLOAD", "SEN_PAYLOAD", "TOKEN_PAYLOAD", "LCW_PAYLOADS",
     "Opcode", "VirtualChannel", "LsSize", "Status", "LcwType", "FrameClass", "XgmiiControl",
     "XgmiiWordLayout", "th_octets", "ls_payload_octets",
-    "OEFH_VERSION", "MAX_BODY_OCTETS",
+    "OEFH_VERSION", "MAX_BODY_OCTETS", "PREAMBLE_OCTET", "SFD",
 ]
 
 

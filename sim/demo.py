@@ -117,7 +117,7 @@ def _run(args):
     report = run_demo(beat_octets=args.beat_octets, clock_mhz=args.clock_mhz,
                       scenario={"frames": args.frames, "seed": args.seed})
     print(format_report(report))
-    path = Path(args.json)
+    path = Path(args.json) if args.json else build_cache_dir() / "demo.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n  written: {path}")
@@ -134,5 +134,6 @@ def register(subparsers):
     p.add_argument("--clock-mhz", type=float, default=156.25)
     p.add_argument("--frames", type=int, default=DEFAULT_SCENARIO["frames"])
     p.add_argument("--seed", type=int, default=DEFAULT_SCENARIO["seed"])
-    p.add_argument("--json", default="build/demo.json", help="where to write the report")
+    p.add_argument("--json", help="where to write the report (default: demo.json in the "
+                   "build folder, ETHLINK_BUILD_DIR or ./build)")
     p.set_defaults(func=_run)

@@ -14,8 +14,7 @@ import cocotb
 from ethlink.rtl.wire import HEADER_OCTETS, Opcode
 from ethlink.sim.models import random_frame
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import (TransferLog, axis_sink, axis_source, payload_frame, start,
-                            wait_idle)
+from ethlink.sim.tb import TransferLog, axis_sink, axis_source, send_split, start, wait_idle
 
 LS_OPCODES = [op for op in Opcode if not op.is_rdma]
 RDMA_OPCODES = [op for op in Opcode if op.is_rdma]
@@ -37,11 +36,6 @@ def completing_beat(frame, width):
     return (len(frame.header_bytes()) - 1) // width
 
 
-async def send_frame(headers, payloads, frame):
-    await headers.send(frame.header_bytes().ljust(HEADER_OCTETS, b"\0"))
-    await payloads.send(payload_frame(frame.payload))
-
-
 @cocotb.test()
 async def demo(dut):
     scenario = json.loads(os.environ["ETHLINK_SCENARIO"])
@@ -58,10 +52,10 @@ async def demo(dut):
 
     frames = scenario_frames(scenario)
     # The first frame alone: zero-load latency. Then the rest back to back.
-    await send_frame(headers, payloads, frames[0])
+    await send_split(headers, payloads, frames[0])
     await wait_idle(dut, [headers, payloads], [(header_sink, 1), (payload_sink, 1)])
     for frame in frames[1:]:
-        await send_frame(headers, payloads, frame)
+        await send_split(headers, payloads, frame)
     await wait_idle(dut, [headers, payloads],
                     [(header_sink, len(frames)), (payload_sink, len(frames))])
 

@@ -12,8 +12,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from ethlink.rtl.wire import HEADER_OCTETS
+
 __all__ = ["CLOCK_NS", "start", "pauses", "axis_source", "axis_sink", "TransferLog",
-           "payload_frame", "wait_idle"]
+           "payload_frame", "send_split", "wait_idle", "StreamChecker"]
 
 #: Simulation clock period. The figures the benches print in ns use the clock they state.
 CLOCK_NS = 2
@@ -75,6 +77,14 @@ def payload_frame(payload):
     return AxiStreamFrame(payload)
 
 
+async def send_split(header_source, payload_source, frame):
+    """Queue ``frame`` (a :class:`~ethlink.sim.models.Frame`) as a header transfer and a
+    payload packet, the way a deparser takes it. The header stream carries the header's wire
+    octets in lane order (an L/S header is 14 octets followed by 8 zero octets)."""
+    await header_source.send(frame.header_bytes().ljust(HEADER_OCTETS, b"\0"))
+    await payload_source.send(payload_frame(frame.payload))
+
+
 class TransferLog:
     """Records the cycle of every transfer (``tvalid & tready``) on stream ``prefix``.
 
@@ -132,7 +142,7 @@ class StreamChecker:
     * on a packet stream, every beat but the last is full, the last beat's ``tkeep`` is a run
       of ones from lane 0, and it is empty only when it is the packet's only beat.
 
-    Violations are collected in ``errors`` (a test asserts it is empty at the end).
+    Violations are collected in ``errors``; :meth:`assert_clean` fails a test on any.
     """
     def __init__(self, dut, prefix):
         self.prefix = prefix
@@ -145,6 +155,9 @@ class StreamChecker:
         self.clk = dut.clk
         self.errors = []
         cocotb.start_soon(self._run())
+
+    def assert_clean(self):
+        assert not self.errors, "\n".join(self.errors[:10])
 
     async def _run(self):
         held = None          # payload of a beat offered but not yet taken

@@ -41,7 +41,10 @@ class OefhDeparser(wiring.Component):
     wider — the first payload beat must be valid too, and the header waits for it).
 
     Throughput: one output beat per cycle, back-to-back frames without a bubble. ``o`` is a
-    register; ``header.ready`` and ``i.ready`` follow ``o.ready`` combinationally.
+    register; ``header.ready`` and ``i.ready`` follow ``o.ready`` combinationally. When the
+    header ends inside the first beat, ``header.ready`` also waits for ``i.valid`` (and, at a
+    frame start, ``i.ready`` for ``header.valid``): a producer must offer a frame's header and
+    its first payload beat independently, not one only after the other was taken.
     """
     def __init__(self, beat_octets=8):
         self.beat_octets = check_beat_octets(beat_octets)

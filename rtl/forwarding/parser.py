@@ -39,16 +39,21 @@ class OefhParser(wiring.Component):
     lane 0; an empty packet — one beat, ``keep = 0`` — when the frame has no payload).
 
     Malformed frames are consumed whole, give nothing on ``header`` and ``o``, and are counted
-    once each, by the first reason that applies:
+    once each, by the first of these that applies:
 
-    * ``short``: the frame ends before its TH does (or before octet 6, which holds the opcode);
-    * ``bad_version``: OEFH ver ≠ 1;
-    * ``bad_opcode``: TH opcode not one of spec §4.2;
-    * ``bad_size``: L/S size field = 3 (reserved).
+    1. ``short``: the frame ends before octet 6 (which holds the opcode);
+    2. ``bad_version``: OEFH ver ≠ 1;
+    3. ``bad_opcode``: TH opcode not one of spec §4.2;
+    4. ``bad_size``: L/S size field = 3 (reserved);
+    5. ``short``: the frame ends before its TH does.
 
     The version, opcode and size are all in the first beat (octets 0…6), so a bad frame never
-    produces output; only ``short`` needs the frame's end. The next frame is never affected: the
-    parser restarts at every beat flagged ``first`` even if a ``last`` went missing.
+    produces output; only ``short`` needs the frame's end. A dropped frame never disturbs the
+    next one, and the parser restarts at every beat flagged ``first``.
+
+    What the parser does not check, by design: that the payload length agrees with the TH
+    (``size``, ``length``) — the NIC's transaction layer checks that against the operation —
+    and the maximum frame length, which the MAC enforces before the parser sees a frame.
 
     Members
     -------
@@ -62,7 +67,8 @@ class OefhParser(wiring.Component):
         Saturating event counters.
 
     Latency: ``header`` is valid 1 cycle after the transfer of the beat that completes the TH
-    (beat 1 for L/S and beat 2 for RDMA at 8 octets per beat; beat 0 at 32 and 64). A payload
+    (L/S: beat 1 at 8 octets per beat, beat 0 at 16 and wider; RDMA: beat 2 at 8, beat 1 at
+    16, beat 0 at 32 and 64). A payload
     beat is valid 1 cycle after the input beat that completes it (it needs the first lanes of
     the following input beat, so the first payload beat follows the TH-completing beat by
     2 cycles unless the frame ends there).
