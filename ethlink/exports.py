@@ -41,7 +41,8 @@ class Export:
             try:
                 values[key] = int(raw, 0) if isinstance(raw, str) else int(raw)
             except ValueError:
-                raise ValueError(f"parameter {key}={raw!r} of {self.name!r} is not an integer")
+                raise ValueError(f"parameter {key}={raw!r} of {self.name!r} is not an integer") \
+                    from None
             # Checked before the component exists: a component that raises in its constructor
             # would be reported by Amaranth as never elaborated.
             check(values[key])

@@ -18,7 +18,7 @@ An empty packet — a frame with no payload on a payload stream — is one beat 
 exactly one packet on the payload stream beside it.
 """
 
-from amaranth.hdl import Signal, Mux, Cat, unsigned
+from amaranth.hdl import Signal, Cat, unsigned
 from amaranth.lib import data, stream
 
 __all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "check_beat_octets",
