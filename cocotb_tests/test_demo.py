@@ -3,7 +3,6 @@ latencies and the frame stream runs at line rate."""
 
 import json
 
-from ethlink.cli import main
 from ethlink.sim.demo import run_demo
 
 
@@ -17,27 +16,22 @@ def test_demo_report_figures():
     assert report["frame_stream_utilisation"] == 1.0
 
 
-def test_demo_command_writes_json(tmp_path, capsys):
+def test_demo_command_writes_json(tmp_path, cli):
     target = tmp_path / "demo.json"
-    try:
-        main(["demo", "--frames", "50", "--json", str(target)])
-    except SystemExit as exit_info:
-        assert exit_info.code == 0
-    out = capsys.readouterr().out
+    code, out, _ = cli("demo", "--frames", "50", "--json", str(target))
+    assert code == 0
     assert "oefh_parser" in out and "end to end" in out
     report = json.loads(target.read_text())
     assert report["frames"] == 50 and report["mismatches"] == 0
 
 
-def test_bench_forwarding_without_synthesis(tmp_path, capsys):
+def test_bench_forwarding_without_synthesis(tmp_path, cli):
     target = tmp_path / "bench.json"
-    try:
-        main(["bench", "forwarding", "--no-synth", "--json", str(target)])
-    except SystemExit as exit_info:
-        assert exit_info.code == 0
+    code, out, _ = cli("bench", "forwarding", "--no-synth", "--json", str(target))
+    assert code == 0
     rows = json.loads(target.read_text())["rows"]
     assert {(row["block"], row["beat_octets"]) for row in rows} == {
         (block, width) for block in ("oefh_deparser", "oefh_parser") for width in (8, 16, 32, 64)}
     for row in rows:
         assert row["latency_cycles"] == 1 and row["beats_per_cycle"] == 1.0, row
-    assert "oefh_parser" in capsys.readouterr().out
+    assert "oefh_parser" in out

@@ -4,28 +4,19 @@ import re
 
 import pytest
 
-from ethlink.cli import main
 from ethlink.exports import EXPORTS, generate_verilog
 
 
-def run_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    captured = capsys.readouterr()
-    return exit_info.value.code, captured.out, captured.err
-
-
-def test_list_names_every_export(capsys):
-    code, out, _ = run_cli(capsys, "verilog", "--list")
+def test_list_names_every_export(cli):
+    code, out, _ = cli("verilog", "--list")
     assert code == 0
     for name in EXPORTS:
         assert re.search(rf"^{name}\s", out, re.M), f"{name} missing from --list"
 
 
-def test_writes_named_module_with_axis_ports(tmp_path, capsys):
+def test_writes_named_module_with_axis_ports(tmp_path, cli):
     target = tmp_path / "parser.v"
-    code, _, _ = run_cli(capsys, "verilog", "oefh_parser", "--param", "beat_octets=16",
-                         "-o", str(target))
+    code, _, _ = cli("verilog", "oefh_parser", "--param", "beat_octets=16", "-o", str(target))
     assert code == 0
     text = target.read_text()
     assert re.search(r"^module oefh_parser\(", text, re.M)
@@ -41,8 +32,8 @@ def test_writes_named_module_with_axis_ports(tmp_path, capsys):
     (["verilog", "oefh_parser", "--param", "width=8"], "has no parameter"),
     (["verilog", "oefh_parser", "--param", "beat_octets"], "expected KEY=VALUE"),
 ])
-def test_bad_requests_fail_clearly(capsys, argv, message):
-    code, _, err = run_cli(capsys, *argv)
+def test_bad_requests_fail_clearly(cli, argv, message):
+    code, _, err = cli(*argv)
     assert code != 0
     assert message in err
 
