@@ -12,13 +12,15 @@
 4. raise if any cocotb test failed or none ran.
 
 ``WAVES=1`` in the environment builds with FST tracing (a separate cached build) and leaves
-``dump.fst`` in the run folder.
+``dump.fst`` in the run folder. Verilator's FST writer needs the lz4 headers (Debian:
+``liblz4-dev``); without them the build stops with a message saying so.
 """
 
 import fcntl
 import hashlib
 import json
 import os
+import subprocess
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +46,15 @@ def export_params():
     return json.loads(os.environ.get("ETHLINK_PARAMS", "{}"))
 
 
+def _check_fst_support():
+    probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError("WAVES=1 writes FST, and Verilator's FST writer needs the lz4 "
+                           "headers, which this machine lacks (Debian/Ubuntu: "
+                           "apt-get install liblz4-dev)")
+
+
 @contextmanager
 def _locked(path):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,6 +73,8 @@ def build(export, params=None):
     os.environ.update(verilator_env())
     verilog = generate_verilog(export, params)
     waves = waves_enabled()
+    if waves:
+        _check_fst_support()
     build_args = list(BUILD_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
     key = hashlib.sha256("\0".join(
         [verilog, verilator_version(), " ".join(build_args), LINT_WAIVERS.read_text()]
