@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ethlink.rtl.phy.fec.encoder import check_symbols_per_beat
 from ethlink.rtl.stream import check_beat_octets
 
 from .params import parse_params
@@ -58,6 +59,8 @@ class Export:
 
 
 _BEAT = {"beat_octets": (8, "octets per stream beat: 8, 16, 32 or 64", check_beat_octets)}
+_SYMBOLS = {"symbols_per_beat": (8, "10-bit symbols per stream beat (P), 1 to 32",
+                                 check_symbols_per_beat)}
 
 EXPORTS = {export.name: export for export in (
     Export("oefh_parser", "ethlink.rtl.forwarding.parser:OefhParser",
@@ -69,6 +72,10 @@ EXPORTS = {export.name: export for export in (
            "OEFH/TH header stream + payload stream -> frame stream",
            params=_BEAT,
            prefixes={"header": "s_axis_hdr", "i": "s_axis", "o": "m_axis"}),
+    Export("rs272_encoder", "ethlink.rtl.phy.fec.encoder:Rs272Encoder",
+           "RS(272,258) encoder: 258 message symbols in, 272-symbol codeword out (spec §12)",
+           params=_SYMBOLS,
+           prefixes={"i": "s_axis", "o": "m_axis"}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

@@ -17,7 +17,7 @@ from .toolchain import verilator_env, verilator_root
 __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
 
 #: Parameter values linted besides the defaults (they change the generated hardware).
-LINT_SWEEP = {"beat_octets": (8, 16, 32, 64)}
+LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8)}
 
 
 

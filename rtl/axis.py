@@ -4,10 +4,11 @@ Inside the project blocks speak :mod:`amaranth.lib.stream` with the :class:`Pack
 At a Verilog boundary the same streams carry AXI4-Stream names, so that cocotbext-axi and vendor
 tools connect without adapters. :class:`AxisExport` wraps a component and renames its ports:
 
-* a packet stream ``NAME`` becomes ``PREFIX_tdata``, ``PREFIX_tkeep``, ``PREFIX_tlast``,
-  ``PREFIX_tvalid``, ``PREFIX_tready``. ``first`` is not an AXI4-Stream signal: on an input it
-  is derived (the beat after a ``tlast``, or the first beat after reset), on an output it is
-  dropped.
+* a stream whose payload is a struct with a ``data`` member (a packet stream, a symbol
+  stream) becomes ``PREFIX_tdata`` plus, for the members it has, ``PREFIX_tkeep`` (``keep``),
+  ``PREFIX_tlast`` (``last``) and ``PREFIX_tuser`` (``user``), with ``PREFIX_tvalid`` and
+  ``PREFIX_tready``. ``first`` is not an AXI4-Stream signal: on an input it is derived (the
+  beat after a ``tlast``, or the first beat after reset), on an output it is dropped.
 * any other stream (a header, for instance) becomes ``PREFIX_tdata``, ``PREFIX_tvalid``,
   ``PREFIX_tready``; its payload value is put on ``tdata`` in lane order (octet 0 of the value's
   big-endian octets in ``tdata[7:0]``), so that a cocotbext-axi source can send the header's wire
@@ -18,10 +19,9 @@ The wrapper adds no register and no latency.
 """
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .stream import PacketLayout
 from .wire import lanes_to_value
 
 __all__ = ["AxisExport"]
@@ -57,11 +57,10 @@ class AxisExport(wiring.Component):
             sink = member.flow == In  # the inner block receives this stream
             fwd, bwd = (In, Out) if sink else (Out, In)
             layout = stream_payload_shape(member)
-            is_packet = isinstance(layout, PacketLayout)
-            if is_packet:
-                members[f"{prefix}_tdata"] = fwd(layout.octets * 8)
-                members[f"{prefix}_tkeep"] = fwd(layout.octets)
-                members[f"{prefix}_tlast"] = fwd(1)
+            fields = beat_fields(layout)
+            if fields:
+                for field, axis_name in fields.items():
+                    members[f"{prefix}_{axis_name}"] = fwd(layout[field].shape)
             else:
                 width = layout.size
                 if width % 8:
@@ -69,7 +68,7 @@ class AxisExport(wiring.Component):
                 members[f"{prefix}_tdata"] = fwd(width)
             members[f"{prefix}_tvalid"] = fwd(1)
             members[f"{prefix}_tready"] = bwd(1)
-            self._streams[name] = (prefix, sink, is_packet, layout)
+            self._streams[name] = (prefix, sink, fields, layout)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -84,42 +83,44 @@ class AxisExport(wiring.Component):
                 else:
                     m.d.comb += ours.eq(theirs)
 
-        for name, (prefix, sink, is_packet, layout) in self._streams.items():
+        for name, (prefix, sink, fields, layout) in self._streams.items():
             port = getattr(inner, name)
-            tdata = getattr(self, f"{prefix}_tdata")
             tvalid = getattr(self, f"{prefix}_tvalid")
             tready = getattr(self, f"{prefix}_tready")
             if sink:
                 m.d.comb += [port.valid.eq(tvalid), tready.eq(port.ready)]
             else:
                 m.d.comb += [tvalid.eq(port.valid), port.ready.eq(tready)]
-            if is_packet:
-                tkeep = getattr(self, f"{prefix}_tkeep")
-                tlast = getattr(self, f"{prefix}_tlast")
-                if sink:
+            if fields:
+                for field, axis_name in fields.items():
+                    ours, theirs = getattr(self, f"{prefix}_{axis_name}"), port.payload[field]
+                    m.d.comb += theirs.eq(ours) if sink else ours.eq(theirs)
+                if sink and "first" in layout.members:
                     # AXI4-Stream has no start flag: a packet starts after tlast.
+                    tlast = getattr(self, f"{prefix}_tlast")
                     in_packet = Signal(name=f"{prefix}_in_packet")
                     with m.If(tvalid & port.ready):
                         m.d.sync += in_packet.eq(~tlast)
-                    m.d.comb += [
-                        port.payload.data.eq(tdata),
-                        port.payload.keep.eq(tkeep),
-                        port.payload.last.eq(tlast),
-                        port.payload.first.eq(~in_packet),
-                    ]
-                else:
-                    m.d.comb += [
-                        tdata.eq(port.payload.data),
-                        tkeep.eq(port.payload.keep),
-                        tlast.eq(port.payload.last),
-                    ]
+                    m.d.comb += port.payload.first.eq(~in_packet)
             else:
+                tdata = getattr(self, f"{prefix}_tdata")
                 octets = layout.size // 8
                 if sink:
                     m.d.comb += port.payload.eq(lanes_to_value(tdata, octets))
                 else:
                     m.d.comb += tdata.eq(lanes_to_value(port.payload.as_value(), octets))
         return m
+
+
+#: Payload members that have an AXI4-Stream signal, and its name.
+AXIS_NAMES = {"data": "tdata", "keep": "tkeep", "last": "tlast", "user": "tuser"}
+
+
+def beat_fields(layout):
+    """``{member: AXI4-Stream name}`` for a struct payload with a ``data`` member, else ``{}``."""
+    if not isinstance(layout, data.StructLayout) or "data" not in layout.members:
+        return {}
+    return {field: axis for field, axis in AXIS_NAMES.items() if field in layout.members}
 
 
 def stream_payload_shape(member):
