@@ -131,13 +131,13 @@ class Rs272Encoder(wiring.Component):
                         message = Cat(*(symbol(beat, j) for j in range(tail)))
                         emit(Cat(message, parity_symbols(parity_now, 0))[:SYMBOL_BITS * P],
                              last=out_beats == in_beats)
-                        m.d.sync += [r.eq(v) for r, v in zip(remainder, after_tail)]
+                        m.d.sync += [r.eq(v) for r, v in zip(remainder, after_tail, strict=True)]
                         m.d.sync += index.eq(0)
                         if out_beats > in_beats:
                             m.next = "PARITY"
                     with m.Else():
                         emit(beat, last=0)
-                        m.d.sync += [r.eq(v) for r, v in zip(remainder, after_full)]
+                        m.d.sync += [r.eq(v) for r, v in zip(remainder, after_full, strict=True)]
                         m.d.sync += index.eq(index + 1)
             if out_beats > in_beats:
                 with m.State("PARITY"):
