@@ -11,8 +11,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from ethlink.rtl.forwarding import OefhDeparser, OefhParser
-from ethlink.rtl.wire import HEADER_OCTETS
-from ethlink.sim.models import random_frame
+from ethlink.sim.models import header_value, random_frame
 
 
 def beats_of(octets, width):
@@ -88,8 +87,7 @@ def test_deparser_first(width):
 
     async def headers(ctx):
         for frame in frames:
-            value = int.from_bytes(frame.header_bytes().ljust(HEADER_OCTETS, b"\0"), "big")
-            await put(ctx, dut.header, value=value)
+            await put(ctx, dut.header, value=header_value(frame))
 
     seen = first_last_flags(dut, dut.o, [headers, feeder(dut.i, [f.payload for f in frames],
                                                          width)], len(frames))

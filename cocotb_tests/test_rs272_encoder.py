@@ -12,6 +12,7 @@ import pytest
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
+from ethlink.rtl.phy.fec.encoder import beats_for
 from ethlink.sim.models.fec import K, N, encode
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import StreamChecker, TransferLog, pauses, start, wait_idle
@@ -36,8 +37,10 @@ def symbol_streams(dut, rng=None, idle=0.0, backpressure=0.0):
 def check_codeword(got, message, n):
     symbols = list(got.tdata)
     want = encode(message)
-    assert symbols[:N] == want, f"codeword {n}: first difference at symbol " \
-        f"{next(i for i, (a, b) in enumerate(zip(symbols, want)) if a != b)}"
+    first_difference = next((i for i, (a, b) in enumerate(zip(symbols, want, strict=False))
+                             if a != b), min(len(symbols), N))
+    assert symbols[:N] == want, f"codeword {n}: {len(symbols)} symbols, first difference " \
+        f"at symbol {first_difference}"
     assert not any(symbols[N:]), f"codeword {n}: padding symbols are not zero"
 
 
@@ -77,8 +80,8 @@ async def latency_and_rate(dut):
 
     latency = log_out.frame_starts[0] - log_in.frame_starts[0]
     assert latency == 1, f"first symbol out {latency} cycles after the first symbol in"
-    period = -(-N // per_beat)
-    gaps = {b - a for a, b in zip(log_out.frame_starts, log_out.frame_starts[1:])}
+    period = beats_for(N, per_beat)
+    gaps = {b - a for a, b in zip(log_out.frame_starts, log_out.frame_starts[1:], strict=False)}
     assert gaps == {period}, f"codewords every {gaps} cycles, expected {period}"
     assert len(log_out.transfers) == len(messages) * period
 
@@ -91,9 +94,7 @@ async def misplaced_tlast(dut):
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     await start(dut)
     source, sink = symbol_streams(dut)
-    beats = -(-K // per_beat)
-    if beats < 2:
-        return
+    beats = beats_for(K, per_beat)   # at least 9: P is at most 32
     bad = [rng.randrange(1024) for _ in range(K)]
     # tlast on the second-to-last beat, then the last beat as a frame of its own.
     await source.send(AxiStreamFrame(bad[:(beats - 1) * per_beat]))

@@ -20,7 +20,6 @@ __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
 LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8)}
 
 
-
 def lint_configurations():
     """``(export, params)`` pairs that ``ethlink lint`` checks."""
     for name, export in EXPORTS.items():
