@@ -12,7 +12,7 @@ import pytest
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from ethlink.rtl.phy.fec.encoder import beats_for
+from ethlink.rtl.phy.fec.symbols import beats_for
 from ethlink.sim.models.fec import K, N, encode
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import StreamChecker, TransferLog, pauses, start, wait_idle

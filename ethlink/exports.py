@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ethlink.rtl.phy.fec.encoder import check_symbols_per_beat
+from ethlink.rtl.phy.fec.symbols import check_symbols_per_beat
 from ethlink.rtl.stream import check_beat_octets
 
 from .params import parse_params

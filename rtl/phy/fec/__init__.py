@@ -1,5 +1,6 @@
-"""The optional link FEC: RS(272,258) over GF(2^10) (spec §6)."""
+"""RS(272,258) FEC of spec §6: GF(2^10) arithmetic, symbol streams, encoder, decoder."""
 
-from .encoder import Rs272Encoder, SymbolLayout
+from .encoder import Rs272Encoder
+from .symbols import DecodedLayout, SymbolLayout
 
-__all__ = ["Rs272Encoder", "SymbolLayout"]
+__all__ = ["Rs272Encoder", "DecodedLayout", "SymbolLayout"]

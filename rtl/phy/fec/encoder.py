@@ -5,35 +5,14 @@ beat).
 """
 
 from amaranth.hdl import Module, Signal, Mux, Cat, C
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...stream import SaturatingCounter, COUNTER_WIDTH
 from .gf import SYMBOL_BITS, N, K, PARITY, generator_poly, mul_const
+from .symbols import SymbolLayout, beats_for, check_symbols_per_beat
 
-__all__ = ["SymbolLayout", "Rs272Encoder", "beats_for", "check_symbols_per_beat"]
-
-
-def check_symbols_per_beat(symbols):
-    if not isinstance(symbols, int) or not 1 <= symbols <= 32:
-        raise ValueError(f"symbols_per_beat must be an integer from 1 to 32, not {symbols!r}")
-    return symbols
-
-
-def beats_for(symbols, per_beat):
-    """Beats that carry ``symbols`` symbols, ``per_beat`` to a beat."""
-    return -(-symbols // per_beat)
-
-
-class SymbolLayout(data.StructLayout):
-    """One beat of a symbol stream: ``symbols`` 10-bit symbols and the codeword's ``last``.
-
-    Symbol *j* of a beat (*j* = 0 first in time) is ``data[10j+9:10j]``; symbols past the end of
-    a codeword's last beat are zero (spec §12).
-    """
-    def __init__(self, symbols):
-        self.symbols = check_symbols_per_beat(symbols)
-        super().__init__({"data": SYMBOL_BITS * symbols, "last": 1})
+__all__ = ["Rs272Encoder"]
 
 
 class Rs272Encoder(wiring.Component):
