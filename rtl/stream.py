@@ -18,7 +18,7 @@ An empty packet — a frame with no payload on a payload stream — is one beat 
 exactly one packet on the payload stream beside it.
 """
 
-from amaranth.hdl import Signal, Cat, unsigned
+from amaranth.hdl import Signal, Cat, Mux, unsigned
 from amaranth.lib import data, stream
 
 __all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "check_beat_octets",
@@ -76,3 +76,11 @@ class SaturatingCounter:
     def increment(self, m, condition):
         with m.If(condition & (self.value != (1 << len(self.value)) - 1)):
             m.d.sync += self.value.eq(self.value + 1)
+
+    def add(self, m, amount, condition):
+        """Add ``amount`` (an unsigned value) when ``condition``, sticking at the maximum."""
+        top = (1 << len(self.value)) - 1
+        total = Signal(len(self.value) + 1, name=f"{self.value.name}_sum")
+        m.d.comb += total.eq(self.value + amount)
+        with m.If(condition):
+            m.d.sync += self.value.eq(Mux(total > top, top, total))
