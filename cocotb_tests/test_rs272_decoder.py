@@ -15,29 +15,15 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.phy.fec.decoder import decoder_latency
 from ethlink.rtl.phy.fec.symbols import beats_for
 from ethlink.sim.models.fec import K, N, T, decode, encode
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import StreamChecker, TransferLog, pauses, start, wait_idle
+from ethlink.sim.tb import StreamChecker, TransferLog, start, symbol_stream_pair, wait_idle
 
 EXPORT = "rs272_decoder"
-
-
-def symbol_streams(dut, rng=None, idle=0.0, backpressure=0.0):
-    """Source and sink whose "bytes" are the 10-bit symbols of a beat."""
-    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst,
-                             byte_size=10)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst,
-                         byte_size=10)
-    for model in (source, sink):
-        model.log.setLevel("WARNING")
-    if rng is not None:
-        source.set_pause_generator(pauses(rng, idle))
-        sink.set_pause_generator(pauses(rng, backpressure))
-    return source, sink
 
 
 def corrupt(codeword, positions, rng, whole=False):
@@ -119,7 +105,7 @@ def check_message(got, sent, received, kind, n):
 
 
 async def run_cases(dut, cases, rng, idle, backpressure):
-    source, sink = symbol_streams(dut, rng, idle=idle, backpressure=backpressure)
+    source, sink = symbol_stream_pair(dut, rng, idle=idle, backpressure=backpressure)
     checker = StreamChecker(dut, "m_axis")
     for _, _, received in cases:
         await source.send(AxiStreamFrame(received))
@@ -189,7 +175,7 @@ async def latency_and_rate(dut):
     per_beat = export_params()["symbols_per_beat"]
     rng = random.Random(cocotb.RANDOM_SEED + 1)
     counter = await start(dut)
-    source, sink = symbol_streams(dut)
+    source, sink = symbol_stream_pair(dut)
     log_in = TransferLog(dut, "s_axis", counter)
     log_out = TransferLog(dut, "m_axis", counter)
     cases = error_cases(rng)[:12]
@@ -216,7 +202,7 @@ async def held_output(dut):
     per_beat = export_params()["symbols_per_beat"]
     rng = random.Random(cocotb.RANDOM_SEED + 4)
     await start(dut)
-    source, sink = symbol_streams(dut)
+    source, sink = symbol_stream_pair(dut)
     sink.pause = True
     cases = error_cases(rng)[:10]
     for _, _, received in cases:
@@ -237,7 +223,7 @@ async def misplaced_tlast(dut):
     per_beat = export_params()["symbols_per_beat"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     await start(dut)
-    source, sink = symbol_streams(dut)
+    source, sink = symbol_stream_pair(dut)
     beats = beats_for(N, per_beat)
     cases = error_cases(rng)[2:4]
     bad = cases[0][2]

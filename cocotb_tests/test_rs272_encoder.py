@@ -10,28 +10,14 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.phy.fec.symbols import beats_for
 from ethlink.sim.models.fec import K, N, encode
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import StreamChecker, TransferLog, pauses, start, wait_idle
+from ethlink.sim.tb import StreamChecker, TransferLog, start, symbol_stream_pair, wait_idle
 
 EXPORT = "rs272_encoder"
-
-
-def symbol_streams(dut, rng=None, idle=0.0, backpressure=0.0):
-    """Source and sink whose "bytes" are the 10-bit symbols of a beat."""
-    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst,
-                             byte_size=10)
-    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst,
-                         byte_size=10)
-    for model in (source, sink):
-        model.log.setLevel("WARNING")
-    if rng is not None:
-        source.set_pause_generator(pauses(rng, idle))
-        sink.set_pause_generator(pauses(rng, backpressure))
-    return source, sink
 
 
 def check_codeword(got, message, n):
@@ -49,7 +35,7 @@ async def random_codewords(dut):
     """Random messages back to back, random idles and back-pressure: every codeword right."""
     rng = random.Random(cocotb.RANDOM_SEED)
     await start(dut)
-    source, sink = symbol_streams(dut, rng, idle=0.3, backpressure=0.3)
+    source, sink = symbol_stream_pair(dut, rng, idle=0.3, backpressure=0.3)
     checker = StreamChecker(dut, "m_axis")
     messages = [[rng.randrange(1024) for _ in range(K)] for _ in range(30)]
     messages += [[0] * K, [1023] * K]
@@ -68,7 +54,7 @@ async def latency_and_rate(dut):
     per_beat = export_params()["symbols_per_beat"]
     rng = random.Random(cocotb.RANDOM_SEED + 1)
     counter = await start(dut)
-    source, sink = symbol_streams(dut)
+    source, sink = symbol_stream_pair(dut)
     log_in = TransferLog(dut, "s_axis", counter)
     log_out = TransferLog(dut, "m_axis", counter)
     messages = [[rng.randrange(1024) for _ in range(K)] for _ in range(8)]
@@ -93,7 +79,7 @@ async def misplaced_tlast(dut):
     per_beat = export_params()["symbols_per_beat"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     await start(dut)
-    source, sink = symbol_streams(dut)
+    source, sink = symbol_stream_pair(dut)
     beats = beats_for(K, per_beat)   # at least 9: P is at most 32
     bad = [rng.randrange(1024) for _ in range(K)]
     # tlast on the second-to-last beat, then the last beat as a frame of its own.

@@ -5,15 +5,19 @@ Benches measure; tests assert. Each bench here runs the blocks cycle-accurately 
 synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
 
 * ``forwarding``: OefhDeparser and OefhParser at 8, 16, 32 and 64 octets per beat.
+* ``fec``: the RS(272,258) encoder and decoder at 1, 4 and 8 symbols per beat, and the
+  post-FEC codeword error rate against the raw bit error rate through the link channel
+  (simulated, with the analytical curve beside it, as a PNG plot).
 """
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from .toolchain import build_cache_dir
 
-__all__ = ["bench_forwarding", "register"]
+__all__ = ["bench_forwarding", "bench_fec", "codeword_error_rate", "register"]
 
 BEAT_WIDTHS = (8, 16, 32, 64)
 
@@ -56,12 +60,131 @@ def _table(result):
     return "\n".join(lines)
 
 
-BENCHES = {"forwarding": bench_forwarding}
+FEC_SYMBOLS_PER_BEAT = (1, 4, 8)
+#: Raw bit error rates of the simulated sweep: where a codeword error rate is measurable in a
+#: few thousand codewords.
+FEC_SWEEP_BERS = (5e-4, 1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3)
+
+
+def codeword_error_rate(ber, n=272, t=7, symbol_bits=10):
+    """Probability that a codeword has more than ``t`` symbol errors when bits flip
+    independently with probability ``ber`` (the analytical curve of the FEC)."""
+    from math import comb
+    p = 1 - (1 - ber) ** symbol_bits
+    # The tail itself, not 1 − the head: the head rounds to 1 at low error rates.
+    return sum(comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(t + 1, n + 1))
+
+
+def _run_fec_bench(export, params, testcase, scenario=None):
+    from .sim.runner import run_cocotb
+    with tempfile.TemporaryDirectory(prefix="bench-fec-", dir=build_cache_dir()) as tmp:
+        result_file = Path(tmp) / "result.json"
+        run_cocotb(export, "ethlink.sim.fec_bench", params, testcase=testcase, test_dir=tmp,
+                   quiet=True, extra_env={"ETHLINK_SCENARIO": json.dumps(scenario or {}),
+                                          "ETHLINK_RESULT": str(result_file)})
+        return json.loads(result_file.read_text())
+
+
+def _plot_fec(points, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bers = [10 ** (-5 + k / 20) for k in range(3 * 20 + 1)]      # 1e-5 … 1e-2
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    ax.loglog(bers, [max(codeword_error_rate(b), 1e-30) for b in bers],
+              label="analytical: P(> 7 symbol errors in 272)")
+    measured = [p for p in points if p["codeword_error_rate"] > 0]
+    ax.loglog([p["ber_measured"] for p in measured],
+              [p["codeword_error_rate"] for p in measured], "o",
+              label="simulated: encoder → channel → decoder (RTL)")
+    ax.set_xlabel("raw bit error rate")
+    ax.set_ylabel("post-FEC codeword error rate")
+    ax.set_ylim(1e-15, 1.5)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title("RS(272,258), t = 7, over GF(2^10)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bench_fec(synth=True, device="LFE5UM5G-85F", codewords=1500, plot=None):
+    from .exports import generate_verilog
+    from .rtl.phy.fec.decoder import decoder_latency
+    from .rtl.phy.fec.symbols import beats_for
+    from .synth import synthesize
+
+    result = {"encoder_latency_cycles": {}, "decoder_latency_cycles": {},
+              "decoder_latency_n_cycles": {}, "codewords_per_cycle": {},
+              "ecp5": {} if synth else None, "device": device if synth else None}
+    for per_beat in FEC_SYMBOLS_PER_BEAT:
+        params = {"symbols_per_beat": per_beat}
+        encoder = _run_fec_bench("rs272_encoder", params, "timing")
+        decoder = _run_fec_bench("rs272_decoder", params, "timing")
+        fill = beats_for(272, per_beat)
+        if decoder["latency_cycles"] != fill + decoder_latency(per_beat):
+            raise RuntimeError(f"decoder latency at P = {per_beat} differs from its contract")
+        result["encoder_latency_cycles"][per_beat] = encoder["latency_cycles"]
+        result["decoder_latency_cycles"][per_beat] = decoder["latency_cycles"]
+        result["decoder_latency_n_cycles"][per_beat] = decoder["latency_cycles"] - fill
+        result["codewords_per_cycle"][per_beat] = min(encoder["codewords_per_cycle"],
+                                                      decoder["codewords_per_cycle"])
+        if synth:
+            blocks = {block: synthesize(generate_verilog(block, params), block, device=device)
+                      for block in ("rs272_encoder", "rs272_decoder")}
+            result["ecp5"][per_beat] = {
+                "fmax_mhz": min(b["fmax_mhz"] for b in blocks.values()),
+                **{key: sum(b[key] for b in blocks.values()) for key in ("lut", "ff", "ebr")},
+                **{block.removeprefix("rs272_"): {key: b[key] for key in (
+                    "fmax_mhz", "lut", "ff", "ebr", "lutram")} for block, b in blocks.items()},
+            }
+    sweep = _run_fec_bench("fec_channel_loop", {"symbols_per_beat": 8}, "ber_sweep",
+                           {"seed": 1, "codewords": codewords, "bers": list(FEC_SWEEP_BERS)})
+    for point in sweep["points"]:
+        point["codeword_error_rate_analytical"] = codeword_error_rate(point["ber_measured"])
+    result["codeword_error_rate_by_ber"] = sweep["points"]
+    plot = Path(plot) if plot else build_cache_dir() / "bench_fec.png"
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    _plot_fec(sweep["points"], plot)
+    result["plot"] = str(plot)
+    return result
+
+
+def _fec_table(result):
+    lines = [f"{'P':>3} {'enc lat':>8} {'dec lat':>8} {'(fill+N)':>9} {'cw/cycle':>9}"
+             + (f" {'Fmax enc':>9} {'Fmax dec':>9} {'LUT':>6} {'FF':>6} {'EBR':>4}"
+                if result["ecp5"] else "")]
+    for p, enc in result["encoder_latency_cycles"].items():
+        dec = result["decoder_latency_cycles"][p]
+        n = result["decoder_latency_n_cycles"][p]
+        line = (f"{p:>3} {enc:>8} {dec:>8} {f'{dec - n}+{n}':>9} "
+                f"{result['codewords_per_cycle'][p]:>9.4f}")
+        if result["ecp5"]:
+            e = result["ecp5"][p]
+            line += (f" {e['encoder']['fmax_mhz']:>9.1f} {e['decoder']['fmax_mhz']:>9.1f}"
+                     f" {e['lut']:>6} {e['ff']:>6} {e['ebr']:>4}")
+        lines.append(line)
+    lines.append("")
+    lines.append(f"{'raw BER':>10} {'codewords':>9} {'uncorr':>7} {'miscorr':>7} "
+                 f"{'CER sim':>10} {'CER analytic':>12}")
+    for point in result["codeword_error_rate_by_ber"]:
+        lines.append(f"{point['ber_measured']:>10.2e} {point['codewords']:>9} "
+                     f"{point['uncorrectable']:>7} {point['miscorrected']:>7} "
+                     f"{point['codeword_error_rate']:>10.2e} "
+                     f"{point['codeword_error_rate_analytical']:>12.2e}")
+    lines.append(f"plot: {result['plot']}")
+    return "\n".join(lines)
+
+
+BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec}
+TABLES = {"forwarding": _table, "fec": _fec_table}
 
 
 def _run(args):
-    result = BENCHES[args.name](synth=not args.no_synth, device=args.device)
-    print(_table(result))
+    options = {"plot": args.plot, "codewords": args.codewords} if args.name == "fec" else {}
+    result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
+    print(TABLES[args.name](result))
     path = Path(args.json) if args.json else build_cache_dir() / f"bench_{args.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
@@ -76,4 +199,8 @@ def register(subparsers):
     p.add_argument("--json", metavar="FILE", help="default: bench_NAME.json in the build folder")
     p.add_argument("--no-synth", action="store_true", help="skip the FPGA builds")
     p.add_argument("--device", default="LFE5UM5G-85F")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="fec: where to write the BER plot (default: in the build folder)")
+    p.add_argument("--codewords", type=int, default=1500, metavar="N",
+                   help="fec: codewords per bit error rate of the sweep (default: 1500)")
     p.set_defaults(func=_run)

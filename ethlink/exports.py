@@ -14,6 +14,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ethlink.rtl.phy.fec.decoder import MAX_SYMBOLS_PER_BEAT
+from ethlink.rtl.phy.channel import check_injectors, check_max_delay, check_width
+from ethlink.rtl.phy.fec.sublayer import check_line_symbols
 from ethlink.rtl.phy.fec.symbols import check_symbols_per_beat
 from ethlink.rtl.stream import check_beat_octets
 
@@ -62,6 +65,11 @@ _BEAT = {"beat_octets": (8, "octets per stream beat: 8, 16, 32 or 64", check_bea
 _SYMBOLS = {"symbols_per_beat": (8, "10-bit symbols per stream beat (P), 1 to 32",
                                  check_symbols_per_beat)}
 
+
+def _check_decoder_symbols(value):
+    return check_symbols_per_beat(value, maximum=MAX_SYMBOLS_PER_BEAT)
+
+
 EXPORTS = {export.name: export for export in (
     Export("oefh_parser", "ethlink.rtl.forwarding.parser:OefhParser",
            "frame stream -> OEFH/TH header stream + payload stream; drops and counts "
@@ -76,6 +84,48 @@ EXPORTS = {export.name: export for export in (
            "RS(272,258) encoder: 258 message symbols in, 272-symbol codeword out (spec §12)",
            params=_SYMBOLS,
            prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("rs272_decoder", "ethlink.rtl.phy.fec.decoder:Rs272Decoder",
+           "RS(272,258) decoder: 272-symbol codeword in, corrected 258 symbols out, "
+           "tuser = {corrected[3:0], uncorrectable} (spec §12)",
+           params={"symbols_per_beat": (8, "10-bit symbols per stream beat (P), 1 to 16",
+                                        _check_decoder_symbols)},
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("link_channel", "ethlink.rtl.phy.channel:LinkChannel",
+           "line model between two link ends: delay, seeded bit errors and bursts, link loss",
+           params={"width": (80, "data bits per beat, 1 to 512 (80: 8 FEC symbols, "
+                                 "72: an XGMII word)", check_width),
+                   "max_delay": (64, "largest delay in cycles, 1 to 4096", check_max_delay),
+                   "injectors": (4, "random bit-error injectors per beat, 1 to 16",
+                                 check_injectors)},
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("fec_xgmii_to_symbols", "ethlink.rtl.phy.fec.transcoder:XgmiiToSymbols",
+           "FEC transcoder: 40 XGMII words (tuser = ctrl) -> 258 message symbols (spec §6)",
+           params=_SYMBOLS,
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("fec_symbols_to_xgmii", "ethlink.rtl.phy.fec.transcoder:SymbolsToXgmii",
+           "FEC transcoder: 258 decoded symbols (tuser = decoder status) -> 40 XGMII words "
+           "(tuser = ctrl) (spec §6)",
+           params=_SYMBOLS,
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("fec_channel_loop", "ethlink.rtl.phy.fec.loop:FecChannelLoop",
+           "RS(272,258) encoder -> link channel (seeded bit errors) -> decoder",
+           params={"symbols_per_beat": (8, "10-bit symbols per stream beat (P), 1 to 16",
+                                        _check_decoder_symbols),
+                   "delay": (4, "line delay in cycles, 1 to 4096", check_max_delay)},
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("fec_sublayer", "ethlink.rtl.phy.fec.sublayer:FecSublayer",
+           "FEC sublayer of one link end: XGMII words <-> RS(272,258) line beats, bypass, "
+           "counters (spec §6)",
+           params={"symbols_per_beat": (8, "10-bit symbols per line beat (P), 8 to 16",
+                                        check_line_symbols)},
+           prefixes={"tx": "s_axis_tx", "line_tx": "m_axis_line", "line_rx": "s_axis_line",
+                     "rx": "m_axis_rx"}),
+    Export("fec_link", "ethlink.rtl.phy.fec.sublayer:FecLink",
+           "one FEC link direction: FEC TX -> link channel -> FEC RX, XGMII words at both ends",
+           params={"symbols_per_beat": (8, "10-bit symbols per line beat (P), 8 to 16",
+                                        check_line_symbols),
+                   "delay": (4, "line delay in cycles, 1 to 4096", check_max_delay)},
+           prefixes={"tx": "s_axis", "rx": "m_axis"}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

@@ -17,7 +17,8 @@ from .toolchain import verilator_env, verilator_root
 __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
 
 #: Parameter values linted besides the defaults (they change the generated hardware).
-LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8)}
+LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8),
+              "width": (1, 72, 512), "max_delay": (1, 20), "injectors": (1, 16)}
 
 
 def lint_configurations():
@@ -29,7 +30,10 @@ def lint_configurations():
             if key in export.params:
                 variants += [{key: value} for value in values]
         for params in variants:
-            resolved = tuple(sorted(export.resolve_params(params).items()))
+            try:
+                resolved = tuple(sorted(export.resolve_params(params).items()))
+            except ValueError:
+                continue        # a swept value this export does not take
             if resolved not in seen:
                 seen.add(resolved)
                 yield name, dict(resolved)

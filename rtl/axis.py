@@ -5,10 +5,12 @@ At a Verilog boundary the same streams carry AXI4-Stream names, so that cocotbex
 tools connect without adapters. :class:`AxisExport` wraps a component and renames its ports:
 
 * a stream whose payload is a struct with a ``data`` member (a packet stream, a symbol
-  stream) becomes ``PREFIX_tdata`` plus, for the members it has, ``PREFIX_tkeep`` (``keep``),
-  ``PREFIX_tlast`` (``last``) and ``PREFIX_tuser`` (``user``), with ``PREFIX_tvalid`` and
-  ``PREFIX_tready``. ``first`` is not an AXI4-Stream signal: on an input it is derived (the
-  beat after a ``tlast``, or the first beat after reset), on an output it is dropped.
+  stream, an XGMII word stream) becomes ``PREFIX_tdata`` plus, for the members it has,
+  ``PREFIX_tkeep`` (``keep``), ``PREFIX_tlast`` (``last``) and ``PREFIX_tuser`` (``user``, or
+  the eight control flags ``ctrl`` of an XGMII word, lane i in ``tuser[i]``), with
+  ``PREFIX_tvalid`` and ``PREFIX_tready``. ``first`` is not an AXI4-Stream signal: on an
+  input it is derived (the beat after a ``tlast``, or the first beat after reset), on an
+  output it is dropped.
 * any other stream (a header, for instance) becomes ``PREFIX_tdata``, ``PREFIX_tvalid``,
   ``PREFIX_tready``; its payload value is put on ``tdata`` in lane order (octet 0 of the value's
   big-endian octets in ``tdata[7:0]``), so that a cocotbext-axi source can send the header's wire
@@ -112,15 +114,20 @@ class AxisExport(wiring.Component):
         return m
 
 
-#: Payload members that have an AXI4-Stream signal, and its name.
-AXIS_NAMES = {"data": "tdata", "keep": "tkeep", "last": "tlast", "user": "tuser"}
+#: Payload members that have an AXI4-Stream signal, and its name. An XGMII word's ``ctrl``
+#: has no AXI4-Stream signal of its own; like any per-beat side band it goes on ``tuser``.
+AXIS_NAMES = {"data": "tdata", "keep": "tkeep", "last": "tlast", "user": "tuser",
+              "ctrl": "tuser"}
 
 
 def beat_fields(layout):
     """``{member: AXI4-Stream name}`` for a struct payload with a ``data`` member, else ``{}``."""
     if not isinstance(layout, data.StructLayout) or "data" not in layout.members:
         return {}
-    return {field: axis for field, axis in AXIS_NAMES.items() if field in layout.members}
+    fields = {field: axis for field, axis in AXIS_NAMES.items() if field in layout.members}
+    if len(set(fields.values())) != len(fields):
+        raise ValueError(f"payload members {sorted(fields)} would share an AXI4-Stream signal")
+    return fields
 
 
 def stream_payload_shape(member):

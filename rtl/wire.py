@@ -29,7 +29,7 @@ __all__ = [
     "OEFH", "LS_TH", "RDMA_TH", "LCW", "PREAMBLE", "HEADER_OCTETS", "HeaderLayout",
     "LLR_PAYLOAD", "CREDIT_PAYLOAD", "SEN_PAYLOAD", "TOKEN_PAYLOAD", "LCW_PAYLOADS",
     "Opcode", "VirtualChannel", "LsSize", "Status", "LcwType", "FrameClass", "XgmiiControl",
-    "XgmiiWordLayout", "th_octets", "ls_payload_octets",
+    "XgmiiWordLayout", "FecWordType", "th_octets", "ls_payload_octets",
     "OEFH_VERSION", "MAX_BODY_OCTETS", "PREAMBLE_OCTET", "SFD",
 ]
 
@@ -284,3 +284,21 @@ class XgmiiWordLayout(data.StructLayout):
     lane 0 goes first on the wire (spec §5)."""
     def __init__(self):
         super().__init__({"data": unsigned(64), "ctrl": unsigned(8)})
+
+
+class FecWordType(enum.IntEnum, shape=4):
+    """The 4-bit type of a non-data XGMII word inside a 257-bit FEC block (spec §6; the codes
+    are this project's choice, see docs/fec-transcoding.md). ``TERM_k`` is ``k``, so the number
+    of data octets before ``/T/`` is the code itself. Codes 0xB…0xE are unused."""
+    TERM_0 = 0x0
+    TERM_1 = 0x1
+    TERM_2 = 0x2
+    TERM_3 = 0x3
+    TERM_4 = 0x4
+    TERM_5 = 0x5
+    TERM_6 = 0x6
+    TERM_7 = 0x7
+    IDLE = 0x8
+    START = 0x9
+    LCW = 0xA
+    ERROR = 0xF

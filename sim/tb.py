@@ -77,6 +77,34 @@ def payload_frame(payload):
     return AxiStreamFrame(payload)
 
 
+def symbol_stream_pair(dut, rng=None, idle=0.0, backpressure=0.0):
+    """Source on ``s_axis`` and sink on ``m_axis`` whose "bytes" are the 10-bit symbols of a
+    beat (FEC streams), with ``idle`` and ``backpressure`` pause fractions drawn from ``rng``."""
+    source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst,
+                             byte_size=10)
+    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst,
+                         byte_size=10)
+    for model in (source, sink):
+        model.log.setLevel("WARNING")
+    if rng is not None:
+        source.set_pause_generator(pauses(rng, idle))
+        sink.set_pause_generator(pauses(rng, backpressure))
+    return source, sink
+
+
+def xgmii_stream_pair(dut, rng=None, idle=0.0, backpressure=0.0):
+    """Source on ``s_axis`` and sink on ``m_axis`` for XGMII-word streams: eight octet lanes on
+    ``tdata``, the eight control flags on ``tuser``; every sink beat is one word."""
+    return (axis_source(dut, "s_axis", rng, idle), axis_sink(dut, "m_axis", rng, backpressure))
+
+
+def words_frame(words):
+    """XGMII words (``(data, ctrl)`` pairs) as one source frame: eight octets and eight copies
+    of ``ctrl`` each (the source puts a beat's last ``tuser`` entry on the bus)."""
+    return AxiStreamFrame(b"".join(w.data.to_bytes(8, "little") for w in words),
+                          tuser=[w.ctrl for w in words for _ in range(8)])
+
+
 async def send_split(header_source, payload_source, frame):
     """Queue ``frame`` (a :class:`~ethlink.sim.models.Frame`) as a header transfer and a
     payload packet, the way a deparser takes it. The header stream carries the header's wire
@@ -137,8 +165,8 @@ async def wait_idle(dut, sources, sinks_expected, timeout_cycles=100000):
 class StreamChecker:
     """Checks the stream rules (:mod:`ethlink.rtl.stream`) on an output, every cycle.
 
-    * once ``tvalid`` is high it stays high, with the same ``tdata``/``tkeep``/``tlast``, until
-      the transfer;
+    * once ``tvalid`` is high it stays high, with the same ``tdata``/``tkeep``/``tlast``/
+      ``tuser``, until the transfer;
     * on a packet stream, every beat but the last is full, the last beat's ``tkeep`` is a run
       of ones from lane 0, and it is empty only when it is the packet's only beat.
 
@@ -148,7 +176,8 @@ class StreamChecker:
         self.prefix = prefix
         self.valid = getattr(dut, f"{prefix}_tvalid")
         self.ready = getattr(dut, f"{prefix}_tready")
-        self.signals = [getattr(dut, f"{prefix}_{name}") for name in ("tdata", "tkeep", "tlast")
+        self.signals = [getattr(dut, f"{prefix}_{name}")
+                        for name in ("tdata", "tkeep", "tlast", "tuser")
                         if hasattr(dut, f"{prefix}_{name}")]
         self.keep = getattr(dut, f"{prefix}_tkeep", None)
         self.last = getattr(dut, f"{prefix}_tlast", None)

@@ -48,13 +48,6 @@ def _symbols(value, count):
     return [value[SYMBOL_BITS * j:SYMBOL_BITS * (j + 1)] for j in range(count)]
 
 
-def _xor_all(values):
-    result = values[0]
-    for value in values[1:]:
-        result = result ^ value
-    return result
-
-
 def decoder_latency(symbols_per_beat):
     """``N`` of the decoder's latency "codeword fill + N" at P = ``symbols_per_beat``: cycles
     from the end of a codeword's fill (the cycle after its last beat arrives, when the
@@ -447,16 +440,18 @@ class Rs272Decoder(wiring.Component):
         m.d.comb += [kes.start.eq(syn.done), kes.syndromes.eq(syn.syndromes),
                      chien.start.eq(kes.done), chien.locator.eq(kes.locator),
                      chien.evaluator.eq(kes.evaluator)]
-        pattern_slot = Signal(range(slots))
+        # Base row of the slot being written (kept as a running sum: no multiplier).
+        pattern_base = Signal(range(slots * pattern_rows))
         m.d.comb += [
-            pat_write.addr.eq(pattern_slot * pattern_rows + chien.pattern_group),
+            pat_write.addr.eq(pattern_base + chien.pattern_group),
             pat_write.data.eq(chien.pattern),
             pat_write.en.eq(chien.pattern_valid & (chien.pattern_group < pattern_rows)),
             verdicts.w_data.eq(Cat(chien.uncorrectable, chien.corrected)),
             verdicts.w_en.eq(chien.done),
         ]
         with m.If(chien.done):
-            m.d.sync += pattern_slot.eq(Mux(pattern_slot == slots - 1, 0, pattern_slot + 1))
+            m.d.sync += pattern_base.eq(Mux(pattern_base == (slots - 1) * pattern_rows, 0,
+                                            pattern_base + pattern_rows))
             counters["count_uncorrectable_codewords"].increment(m, chien.uncorrectable)
             counters["count_corrected_codewords"].increment(
                 m, ~chien.uncorrectable & (chien.corrected != 0))
@@ -465,7 +460,7 @@ class Rs272Decoder(wiring.Component):
         # Output: read both buffers one beat ahead; the XOR of the two is the corrected beat.
         out_index = Signal(range(out_beats))
         read_addr = Signal(range(depth))
-        read_slot = Signal(range(slots))
+        read_base = Signal(range(slots * pattern_rows))
         advance = ~self.o.valid | self.o.ready
         issue = Signal()
         verdict = data.View(data.StructLayout({"uncorrectable": 1, "corrected": 4}),
@@ -475,7 +470,7 @@ class Rs272Decoder(wiring.Component):
             finishing.eq(issue & (out_index == out_beats - 1)),
             verdicts.r_en.eq(finishing),
             msg_read.addr.eq(read_addr), msg_read.en.eq(advance),
-            pat_read.addr.eq(read_slot * pattern_rows + out_index // CHIEN_SPEEDUP),
+            pat_read.addr.eq(read_base + out_index // CHIEN_SPEEDUP),
             pat_read.en.eq(advance),
         ]
         held_last = Signal()
@@ -493,7 +488,8 @@ class Rs272Decoder(wiring.Component):
             m.d.sync += [out_index.eq(Mux(finishing, 0, out_index + 1)),
                          read_addr.eq(Mux(read_addr == depth - 1, 0, read_addr + 1))]
             with m.If(finishing):
-                m.d.sync += read_slot.eq(Mux(read_slot == slots - 1, 0, read_slot + 1))
+                m.d.sync += read_base.eq(Mux(read_base == (slots - 1) * pattern_rows, 0,
+                                             read_base + pattern_rows))
 
         pattern = Signal(SYMBOL_BITS * P)
         rows = [pat_read.data[SYMBOL_BITS * P * part:SYMBOL_BITS * P * (part + 1)]
