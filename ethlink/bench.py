@@ -109,11 +109,31 @@ def _plot_fec(points, path):
     plt.close(fig)
 
 
-def bench_fec(synth=True, device="LFE5UM5G-85F", codewords=1500, plot=None):
+def _synth_pair(params, device):
+    """ECP5 figures of encoder and decoder at ``params``, and of the pair (lowest Fmax, summed
+    resources). A block the toolchain fails on is reported with its error, not dropped."""
     from .exports import generate_verilog
+    from .synth import synthesize
+
+    pair = {}
+    for block in ("rs272_encoder", "rs272_decoder"):
+        try:
+            figures = synthesize(generate_verilog(block, params), block, device=device)
+        except RuntimeError as error:
+            pair[block.removeprefix("rs272_")] = {"error": str(error).splitlines()[0]}
+            continue
+        pair[block.removeprefix("rs272_")] = {key: figures[key] for key in (
+            "fmax_mhz", "lut", "ff", "ebr", "lutram")}
+    built = [b for b in pair.values() if "error" not in b]
+    if len(built) == len(pair):
+        pair["fmax_mhz"] = min(b["fmax_mhz"] for b in built)
+        pair.update({key: sum(b[key] for b in built) for key in ("lut", "ff", "ebr")})
+    return pair
+
+
+def bench_fec(synth=True, device="LFE5UM5G-85F", codewords=1500, plot=None):
     from .rtl.phy.fec.decoder import decoder_latency
     from .rtl.phy.fec.symbols import beats_for
-    from .synth import synthesize
 
     result = {"encoder_latency_cycles": {}, "decoder_latency_cycles": {},
               "decoder_latency_n_cycles": {}, "codewords_per_cycle": {},
@@ -131,14 +151,7 @@ def bench_fec(synth=True, device="LFE5UM5G-85F", codewords=1500, plot=None):
         result["codewords_per_cycle"][per_beat] = min(encoder["codewords_per_cycle"],
                                                       decoder["codewords_per_cycle"])
         if synth:
-            blocks = {block: synthesize(generate_verilog(block, params), block, device=device)
-                      for block in ("rs272_encoder", "rs272_decoder")}
-            result["ecp5"][per_beat] = {
-                "fmax_mhz": min(b["fmax_mhz"] for b in blocks.values()),
-                **{key: sum(b[key] for b in blocks.values()) for key in ("lut", "ff", "ebr")},
-                **{block.removeprefix("rs272_"): {key: b[key] for key in (
-                    "fmax_mhz", "lut", "ff", "ebr", "lutram")} for block, b in blocks.items()},
-            }
+            result["ecp5"][per_beat] = _synth_pair(params, device)
     sweep = _run_fec_bench("fec_channel_loop", {"symbols_per_beat": 8}, "ber_sweep",
                            {"seed": 1, "codewords": codewords, "bers": list(FEC_SWEEP_BERS)})
     for point in sweep["points"]:
@@ -162,8 +175,10 @@ def _fec_table(result):
                 f"{result['codewords_per_cycle'][p]:>9.4f}")
         if result["ecp5"]:
             e = result["ecp5"][p]
-            line += (f" {e['encoder']['fmax_mhz']:>9.1f} {e['decoder']['fmax_mhz']:>9.1f}"
-                     f" {e['lut']:>6} {e['ff']:>6} {e['ebr']:>4}")
+            fmax = [f"{e[b]['fmax_mhz']:>9.1f}" if "fmax_mhz" in e[b] else f"{'failed':>9}"
+                    for b in ("encoder", "decoder")]
+            line += f" {fmax[0]} {fmax[1]}" + "".join(
+                f" {e.get(key, '-')!s:>{w}}" for key, w in (("lut", 6), ("ff", 6), ("ebr", 4)))
         lines.append(line)
     lines.append("")
     lines.append(f"{'raw BER':>10} {'codewords':>9} {'uncorr':>7} {'miscorr':>7} "

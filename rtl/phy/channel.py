@@ -283,9 +283,9 @@ class BurstErrors(wiring.Component):
 class DelayLine(wiring.Component):
     """Delay every cycle's slot (a beat or an idle cycle) by a run-time number of cycles.
 
-    Behaviour: the line is a FIFO of slots in a memory of ``2^ceil(log2 max_delay)`` rows. With
-    ``n`` slots held at the start of a cycle and target ``D`` (``delay`` clamped to 1 …
-    ``max_delay``), each cycle:
+    Behaviour: the line is a FIFO of slots in a memory of ``2^ceil(log2 max_delay)`` rows (at
+    least 2). With ``n`` slots held at the start of a cycle and target ``D`` (``delay`` clamped
+    to 1 … ``max_delay``), each cycle:
 
     * ``n = D − 1``: the cycle's slot goes in, the oldest comes out (latency exactly ``D``);
     * ``n < D − 1`` (``delay`` went up): the slot goes in, nothing comes out, so the output

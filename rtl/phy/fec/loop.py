@@ -10,7 +10,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ...stream import COUNTER_WIDTH
-from ..channel import LinkChannel
+from ..channel import LinkChannel, BURST_LENGTH_BITS
 from .decoder import Rs272Decoder, MAX_SYMBOLS_PER_BEAT
 from .encoder import Rs272Encoder
 from .gf import SYMBOL_BITS
@@ -21,13 +21,14 @@ __all__ = ["FecChannelLoop", "CHANNEL_CONTROLS", "channel_members", "connect_lin
 _DECODER_COUNTERS = ("count_corrected_symbols", "count_corrected_codewords",
                      "count_uncorrectable_codewords")
 _CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_overruns")
-#: The channel's run-time controls, forwarded by the blocks that contain one.
-CHANNEL_CONTROLS = ("error_threshold", "burst_length", "burst", "link_up", "seed", "reseed")
+#: The channel's run-time controls and their shapes, forwarded by the blocks that contain one.
+CHANNEL_CONTROLS = {"error_threshold": 32, "burst_length": BURST_LENGTH_BITS, "burst": 1,
+                    "link_up": 1, "seed": 32, "reseed": 1}
 
 
-def channel_members(channel, counters):
-    """Signature members that forward ``channel``'s controls and the named counters."""
-    members = {name: In(channel.signature.members[name].shape) for name in CHANNEL_CONTROLS}
+def channel_members(counters):
+    """Signature members that forward a channel's controls and the named counters."""
+    members = {name: In(shape) for name, shape in CHANNEL_CONTROLS.items()}
     members.update({name: Out(COUNTER_WIDTH) for name in counters})
     return members
 
@@ -72,18 +73,17 @@ class FecChannelLoop(wiring.Component):
         self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat,
                                                        maximum=MAX_SYMBOLS_PER_BEAT)
         self.delay = delay
-        self._channel = LinkChannel(width=SYMBOL_BITS * symbols_per_beat, max_delay=delay)
         super().__init__({
             "i": In(stream.Signature(SymbolLayout(symbols_per_beat))),
             "o": Out(stream.Signature(DecodedLayout(symbols_per_beat))),
-            **channel_members(self._channel, _DECODER_COUNTERS + _CHANNEL_COUNTERS),
+            **channel_members(_DECODER_COUNTERS + _CHANNEL_COUNTERS),
         })
 
     def elaborate(self, platform):
         m = Module()
         P = self.symbols_per_beat
         m.submodules.encoder = encoder = Rs272Encoder(P)
-        m.submodules.channel = channel = self._channel
+        m.submodules.channel = channel = LinkChannel(width=SYMBOL_BITS * P, max_delay=self.delay)
         m.submodules.decoder = decoder = Rs272Decoder(P)
 
         wiring.connect(m, wiring.flipped(self.i), encoder.i)

@@ -188,19 +188,18 @@ class FecLink(wiring.Component):
     def __init__(self, symbols_per_beat=8, delay=4):
         self.symbols_per_beat = check_line_symbols(symbols_per_beat)
         self.delay = delay
-        self._channel = LinkChannel(width=SYMBOL_BITS * symbols_per_beat, max_delay=delay)
         super().__init__({
             "tx": In(stream.Signature(XgmiiWordLayout())),
             "rx": Out(stream.Signature(XgmiiWordLayout())),
             "bypass": In(1),
-            **channel_members(self._channel, _SUBLAYER_COUNTERS + _CHANNEL_COUNTERS),
+            **channel_members(_SUBLAYER_COUNTERS + _CHANNEL_COUNTERS),
         })
 
     def elaborate(self, platform):
         m = Module()
         P = self.symbols_per_beat
         m.submodules.sender = sender = FecTransmitter(P)
-        m.submodules.channel = channel = self._channel
+        m.submodules.channel = channel = LinkChannel(width=SYMBOL_BITS * P, max_delay=self.delay)
         m.submodules.receiver = receiver = FecReceiver(P)
 
         wiring.connect(m, wiring.flipped(self.tx), sender.tx)
