@@ -12,7 +12,6 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 from .toolchain import build_cache_dir
@@ -76,13 +75,9 @@ def codeword_error_rate(ber, n=272, t=7, symbol_bits=10):
 
 
 def _run_fec_bench(export, params, testcase, scenario=None):
-    from .sim.runner import run_cocotb
-    with tempfile.TemporaryDirectory(prefix="bench-fec-", dir=build_cache_dir()) as tmp:
-        result_file = Path(tmp) / "result.json"
-        run_cocotb(export, "ethlink.sim.fec_bench", params, testcase=testcase, test_dir=tmp,
-                   quiet=True, extra_env={"ETHLINK_SCENARIO": json.dumps(scenario or {}),
-                                          "ETHLINK_RESULT": str(result_file)})
-        return json.loads(result_file.read_text())
+    from .sim.runner import run_bench
+    return run_bench(export, "ethlink.sim.fec_bench", params, testcase=testcase,
+                     scenario=scenario, prefix="bench-fec-")
 
 
 def _plot_fec(points, path):

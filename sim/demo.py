@@ -12,7 +12,6 @@ Cycles are the measurement; nanoseconds are cycles × the stated clock period
 import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 from ethlink.toolchain import build_cache_dir
@@ -38,16 +37,11 @@ def _percentiles(values):
 
 def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None):
     """Run the demo domain; returns the report as a dict."""
-    from ethlink.sim.runner import run_cocotb
+    from ethlink.sim.runner import run_bench
 
     scenario = {**DEFAULT_SCENARIO, **(scenario or {})}
-    with tempfile.TemporaryDirectory(prefix="demo-", dir=build_cache_dir()) as tmp:
-        result_file = Path(tmp) / "result.json"
-        run_cocotb("forwarding_loopback", "ethlink.sim.demo_bench",
-                   {"beat_octets": beat_octets}, test_dir=tmp, quiet=True,
-                   extra_env={"ETHLINK_SCENARIO": json.dumps(scenario),
-                              "ETHLINK_RESULT": str(result_file)})
-        raw = json.loads(result_file.read_text())
+    raw = run_bench("forwarding_loopback", "ethlink.sim.demo_bench", {"beat_octets": beat_octets},
+                    scenario=scenario, prefix="demo-")
 
     ns = 1000.0 / clock_mhz
     zero = raw["zero_load_latency_cycles"]

@@ -28,7 +28,7 @@ from pathlib import Path
 from ethlink.exports import generate_verilog
 from ethlink.toolchain import build_cache_dir, verilator_env, verilator_version
 
-__all__ = ["run_cocotb", "build", "waves_enabled", "export_params", "LINT_WAIVERS"]
+__all__ = ["run_cocotb", "run_bench", "build", "waves_enabled", "export_params", "LINT_WAIVERS"]
 
 #: Verilator configuration file with the project's narrow, commented lint waivers.
 LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
@@ -127,3 +127,15 @@ def run_cocotb(export, test_module, params=None, *, testcase=None, test_dir=None
         raise AssertionError(f"{test_module} on {export} {params}: {failed} of {tests} cocotb "
                              f"test(s) failed (log and waves in {test_dir})")
     return Path(test_dir)
+
+
+def run_bench(export, test_module, params=None, *, testcase=None, scenario=None, prefix="bench-"):
+    """Run cocotb bench module ``test_module`` on ``export`` quietly in a scratch folder, with
+    ``scenario`` (JSON) in ``ETHLINK_SCENARIO``; returns what the bench wrote to
+    ``ETHLINK_RESULT`` (JSON)."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=build_cache_dir()) as tmp:
+        result_file = Path(tmp) / "result.json"
+        run_cocotb(export, test_module, params, testcase=testcase, test_dir=tmp, quiet=True,
+                   extra_env={"ETHLINK_SCENARIO": json.dumps(scenario or {}),
+                              "ETHLINK_RESULT": str(result_file)})
+        return json.loads(result_file.read_text())

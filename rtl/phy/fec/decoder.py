@@ -27,7 +27,8 @@ from amaranth.lib.wiring import In, Out
 
 from ...stream import SaturatingCounter, COUNTER_WIDTH
 from .gf import SYMBOL_BITS, N, K, PARITY, T, alpha_pow, inverse, mul_const, mul_sum, mul_var
-from .symbols import SymbolLayout, DecodedLayout, beats_for, check_symbols_per_beat
+from .symbols import (SymbolLayout, DecodedLayout, DecodeStatusLayout, beats_for,
+                      check_symbols_per_beat)
 
 __all__ = ["SyndromeUnit", "KeyEquationSolver", "ChienForney", "Rs272Decoder",
            "MAX_SYMBOLS_PER_BEAT", "CHIEN_SPEEDUP", "decoder_latency"]
@@ -408,7 +409,7 @@ class Rs272Decoder(wiring.Component):
         pat_write = patterns.write_port()
         pat_read = patterns.read_port(domain="sync")
         # Verdicts of decoded codewords waiting for the output.
-        m.submodules.verdicts = verdicts = fifo.SyncFIFO(width=5, depth=slots)
+        m.submodules.verdicts = verdicts = fifo.SyncFIFO(width=DecodeStatusLayout().size, depth=slots)
 
         # Input: frame by counting beats; accept a codeword's first beat only with a free slot.
         in_index = Signal(range(in_beats))
@@ -463,8 +464,7 @@ class Rs272Decoder(wiring.Component):
         read_base = Signal(range(slots * pattern_rows))
         advance = ~self.o.valid | self.o.ready
         issue = Signal()
-        verdict = data.View(data.StructLayout({"uncorrectable": 1, "corrected": 4}),
-                            verdicts.r_data)
+        verdict = data.View(DecodeStatusLayout(), verdicts.r_data)
         m.d.comb += [
             issue.eq(advance & verdicts.r_rdy),
             finishing.eq(issue & (out_index == out_beats - 1)),
@@ -475,7 +475,7 @@ class Rs272Decoder(wiring.Component):
         ]
         held_last = Signal()
         held_part = Signal(range(CHIEN_SPEEDUP))
-        held_user = Signal(DecodedLayout(P)["user"].shape)
+        held_user = Signal(DecodeStatusLayout())
         with m.If(advance):
             m.d.sync += [
                 self.o.valid.eq(issue),
