@@ -18,6 +18,11 @@ from ethlink.rtl.phy.fec.decoder import MAX_SYMBOLS_PER_BEAT
 from ethlink.rtl.phy.channel import check_injectors, check_max_delay, check_width
 from ethlink.rtl.phy.fec.sublayer import check_line_symbols
 from ethlink.rtl.phy.fec.symbols import check_symbols_per_beat
+from ethlink.rtl.link.mac_rx import check_max_body_octets
+from ethlink.rtl.link.mac_tx import check_ifg, check_lcw_in_frame
+from ethlink.rtl.link.control import check_ping_interval
+from ethlink.rtl.link.llr_rx import check_ack_every, check_ack_timer
+from ethlink.rtl.link.llr_tx import check_buffer_frames, check_buffer_octets, check_replay_max
 from ethlink.rtl.stream import check_beat_octets
 
 from .params import parse_params
@@ -68,6 +73,31 @@ _SYMBOLS = {"symbols_per_beat": (8, "10-bit symbols per stream beat (P), 1 to 32
 
 def _check_decoder_symbols(value):
     return check_symbols_per_beat(value, maximum=MAX_SYMBOLS_PER_BEAT)
+
+
+def _check_flag(value):
+    if value not in (0, 1):
+        raise ValueError(f"expected 0 or 1, not {value!r}")
+    return value
+
+
+_LINK_END = {
+    "buffer_octets": (16384, "LLR replay buffer in octets (power of two, >= 4144)",
+                      check_buffer_octets),
+    "buffer_frames": (64, "LLR replay buffer in frames (power of two, 2 to 4096)",
+                      check_buffer_frames),
+    "rx_buffer_octets": (8192, "receive buffer in octets (power of two, >= 4144)",
+                         check_buffer_octets),
+    "replay_max": (8, "consecutive replays without progress before FLUSH, 1 to 255",
+                   check_replay_max),
+    "ack_every": (8, "an LLR_ACK at least every this many frames, 1 to 255", check_ack_every),
+    "ack_timer": (32, "... or this many cycles after the oldest unacknowledged frame",
+                  check_ack_timer),
+    "ping_interval": (1024, "cycles between PINGs (round-trip measurement)",
+                      check_ping_interval),
+    "ifg": (12, "inter-frame gap in octets, 4 to 64", check_ifg),
+    "lcw_in_frame": (1, "1: LCWs may also go between two words of a frame", check_lcw_in_frame),
+}
 
 
 EXPORTS = {export.name: export for export in (
@@ -126,6 +156,34 @@ EXPORTS = {export.name: export for export in (
                                         check_line_symbols),
                    "delay": (4, "line delay in cycles, 1 to 4096", check_max_delay)},
            prefixes={"tx": "s_axis", "rx": "m_axis"}),
+    Export("mac_tx", "ethlink.rtl.link.mac_tx:MacTx",
+           "EthLink MAC transmitter: frame bodies + LCWs -> XGMII words (txd/txc) with FCS, "
+           "start word with the LLR seq, inter-frame gap, abort (spec §5)",
+           params={"ifg": (12, "inter-frame gap in octets, 4 to 64", check_ifg),
+                   "lcw_in_frame": (1, "1: LCWs may also go between two words of a frame",
+                                    check_lcw_in_frame)},
+           prefixes={"i": "s_axis", "lcw": "s_axis_lcw"}),
+    Export("mac_rx", "ethlink.rtl.link.mac_rx:MacRx",
+           "EthLink MAC receiver: XGMII words (rxd/rxc) -> frame bodies (FCS checked and "
+           "stripped, tuser = {error, sequenced, seq}) + LCWs, bad-input counters (spec §5)",
+           params={"max_body_octets": (2070, "largest body accepted, 8 to 65535",
+                                       check_max_body_octets)},
+           prefixes={"o": "m_axis", "lcw": "m_axis_lcw"}),
+    Export("link_end", "ethlink.rtl.link.link_end:LinkEnd",
+           "one link end: MAC + LLR (replay buffer, ACK/NACK, replay, FLUSH/INIT) + PING/PONG; "
+           "frame bodies <-> XGMII (spec §5, §7)",
+           params=_LINK_END,
+           prefixes={"i": "s_axis", "o": "m_axis", "lcw_tx_ext": "s_axis_lcw",
+                     "lcw_rx_ext": "m_axis_lcw"}),
+    Export("link_pair", "ethlink.rtl.link.link_end:LinkPair",
+           "two link ends A and B joined by two simulated lines (link channels, or FEC links "
+           "with fec=1): the link layer under test",
+           params={"fec": (0, "1: RS(272,258) FEC on both lines (fec_bypass turns it off)",
+                           _check_flag),
+                   "delay": (8, "line delay in cycles, 1 to 4096", check_max_delay),
+                   **_LINK_END},
+           prefixes={"i_a": "s_axis_a", "o_a": "m_axis_a", "i_b": "s_axis_b",
+                     "o_b": "m_axis_b"}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

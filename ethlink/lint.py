@@ -18,7 +18,8 @@ __all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
 
 #: Parameter values linted besides the defaults (they change the generated hardware).
 LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8),
-              "width": (1, 72, 512), "max_delay": (1, 20), "injectors": (1, 16)}
+              "width": (1, 72, 512), "max_delay": (1, 20), "injectors": (1, 16),
+              "ifg": (4, 12), "lcw_in_frame": (0,)}
 
 
 def lint_configurations():

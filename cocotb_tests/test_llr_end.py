@@ -1,0 +1,276 @@
+"""One link end (export ``link_end``) against a scripted partner written from the spec: the test
+bench drives ``rxd``/``rxc`` word by word with the MAC model (sim/models/mac.py) and decodes
+everything the end sends on ``txd``/``txc``.
+
+Checks the LLR rules of spec §7 one by one: INIT/INIT_ECHO, cumulative ACKs, NACK → replay
+(and the replay reaction time in cycles), the replay timer, out-of-window ACK/NACK ignored and
+counted, corrupted LCWs dropped, and on the receive side in-order acceptance, one NACK then
+discard-until-expected, duplicates, bad FCS.
+"""
+
+import collections
+import random
+
+import cocotb
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from ethlink.rtl.link.llr_rx import RxState
+from ethlink.rtl.link.llr_tx import TxState
+from ethlink.rtl.wire import LcwType, LLR_PAYLOAD, XgmiiControl
+from ethlink.sim.models.mac import MacLcw, RxFrame, RxLcw, decode_xgmii, frame_words, lcw_word
+from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
+from ethlink.sim.runner import run_cocotb
+from ethlink.sim.tb import axis_sink, axis_source, start
+
+EXPORT = "link_end"
+#: Goal of the issue: LLR_NACK on rxd → first word of the replayed frame on txd.
+REPLAY_REACTION_GOAL = 8
+SEQ_MOD = 1 << 20
+ACK_EVERY = 8
+
+
+class Partner:
+    """Drives ``rxd``/``rxc`` from a queue of words (idle when empty) and records ``txd``/
+    ``txc`` with the cycle of each word."""
+    def __init__(self, dut, counter):
+        self.dut = dut
+        self.counter = counter
+        self.queue = collections.deque()
+        self.sent_at = []          # (cycle the word is on rxd, word)
+        self.tx = []               # (cycle, XgmiiWord)
+        dut.rxd.value = IDLE_WORD.data
+        dut.rxc.value = IDLE_WORD.ctrl
+        cocotb.start_soon(self._drive())
+        cocotb.start_soon(self._watch())
+
+    async def _drive(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            word = self.queue.popleft() if self.queue else IDLE_WORD
+            self.dut.rxd.value = word.data
+            self.dut.rxc.value = word.ctrl
+            self.sent_at.append((self.counter.now, word))
+
+    async def _watch(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            await ReadOnly()
+            self.tx.append((self.counter.now,
+                            XgmiiWord(int(self.dut.txd.value), int(self.dut.txc.value))))
+
+    def send_words(self, words):
+        self.queue.extend(words)
+
+    def send_lcw(self, lcw_type, seq=0, nonce=0, payload=None):
+        if payload is None:
+            payload = LLR_PAYLOAD.to_int(seq=seq % SEQ_MOD, nonce=nonce)
+        self.queue.append(lcw_word(lcw_type, payload))
+
+    def send_frame(self, body, seq, gap=2):
+        words, _ = frame_words(body, seq)
+        self.queue.extend(words + [IDLE_WORD] * gap)
+
+    def events(self, since=0):
+        """What the end sent from cycle ``since`` on, decoded."""
+        return decode_xgmii([w for c, w in self.tx if c >= since])[0]
+
+    def lcws(self, lcw_type, since=0):
+        return [e for e in self.events(since) if isinstance(e, RxLcw) and e.type == lcw_type]
+
+    def frames(self, since=0):
+        return [e for e in self.events(since) if isinstance(e, RxFrame)]
+
+    async def idle(self):
+        while self.queue:
+            await RisingEdge(self.dut.clk)
+
+
+def seq_of(payload):
+    return LLR_PAYLOAD.from_int(payload)["seq"]
+
+
+async def bring_up(dut, replay_timeout=0):
+    dut.enable.value = 1
+    dut.replay_timeout.value = replay_timeout
+    dut.s_axis_lcw_tvalid.value = 0
+    counter = await start(dut)
+    partner = Partner(dut, counter)
+    for _ in range(200):
+        await RisingEdge(dut.clk)
+        inits = partner.lcws(LcwType.LLR_INIT)
+        if inits:
+            break
+    assert inits, "no LLR_INIT after reset"
+    assert seq_of(inits[0].payload) == 0 and inits[0].crc_ok
+    assert int(dut.tx_state.value) == TxState.INIT.value
+    partner.send_lcw(LcwType.LLR_INIT_ECHO, payload=inits[0].payload)
+    await ClockCycles(dut.clk, 10)
+    assert int(dut.tx_state.value) == TxState.ADVANCE.value
+    return counter, partner
+
+
+async def send_bodies(dut, source, bodies):
+    for body in bodies:
+        await source.send(body)
+    while not source.idle():
+        await RisingEdge(dut.clk)
+
+
+@cocotb.test()
+async def replay_on_nack(dut):
+    """NACK of the last good seq replays from the next frame; the first replayed word leaves
+    within the goal; a NACK during a long frame cuts it (/E/) and replays at once."""
+    rng = random.Random(1)
+    counter, partner = await bring_up(dut, replay_timeout=100_000)
+    source = axis_source(dut, "s_axis")
+    bodies = [rng.randbytes(rng.randint(20, 120)) for _ in range(4)]
+    await send_bodies(dut, source, bodies)
+    await ClockCycles(dut.clk, 40)
+    sent = partner.frames()
+    assert [f.body for f in sent] == bodies and [f.seq for f in sent] == [0, 1, 2, 3]
+    assert all(f.error is None for f in sent)
+
+    # ACK 1 frees frames 0 and 1; NACK 1 then asks for 2 and 3 again.
+    partner.send_lcw(LcwType.LLR_ACK, seq=1)
+    await ClockCycles(dut.clk, 10)
+    assert int(dut.count_acks_received.value) == 1
+    partner.send_lcw(LcwType.LLR_NACK, seq=1)
+    await partner.idle()
+    nack_cycle = partner.sent_at[-1][0]
+    await ClockCycles(dut.clk, 60)
+    replayed = partner.frames(since=nack_cycle)
+    assert [f.seq for f in replayed] == [2, 3] and [f.body for f in replayed] == bodies[2:]
+    start_cycle = next(c for c, w in partner.tx if c > nack_cycle
+                       and w.lanes()[0] == (XgmiiControl.START, 1))
+    reaction = start_cycle - nack_cycle
+    dut._log.info("replay reaction (TX idle): %d cycles", reaction)
+    assert reaction <= REPLAY_REACTION_GOAL, reaction
+    assert int(dut.count_replays.value) == 1
+    assert int(dut.count_frames_replayed.value) == 2
+
+    # A NACK while a long frame is on the wire: it is cut and the replay starts at once.
+    long_body = rng.randbytes(1500)
+    task = cocotb.start_soon(send_bodies(dut, source, [long_body]))
+    while int(dut.count_mac_tx_frames.value) < 4 and not any(
+            w.lanes()[0] == (XgmiiControl.START, 1) for c, w in partner.tx[-1:]):
+        await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, 30)
+    partner.send_lcw(LcwType.LLR_NACK, seq=3)
+    await partner.idle()
+    nack_cycle = partner.sent_at[-1][0]
+    await task
+    await ClockCycles(dut.clk, 300)
+    events = partner.frames(since=nack_cycle - 40)
+    assert events[0].error == "error_chars", events[0]      # the cut frame
+    assert events[1].seq == 4 and events[1].body == long_body and events[1].error is None
+    start_cycle = next(c for c, w in partner.tx if c > nack_cycle
+                       and w.lanes()[0] == (XgmiiControl.START, 1))
+    reaction = start_cycle - nack_cycle
+    dut._log.info("replay reaction (frame cut): %d cycles", reaction)
+    assert reaction <= REPLAY_REACTION_GOAL, reaction
+    assert int(dut.count_mac_tx_aborts.value) == 1
+
+
+@cocotb.test()
+async def window_and_corruption(dut):
+    """ACK/NACK outside the window are ignored and counted; an LCW with a bad crc8 is dropped
+    and counted; the replay timer resends everything outstanding."""
+    rng = random.Random(2)
+    counter, partner = await bring_up(dut, replay_timeout=400)
+    source = axis_source(dut, "s_axis")
+    bodies = [rng.randbytes(rng.randint(20, 80)) for _ in range(3)]
+    await send_bodies(dut, source, bodies)
+    await ClockCycles(dut.clk, 30)
+    for lcw_type, seq in ((LcwType.LLR_ACK, 3), (LcwType.LLR_ACK, 0x54321),
+                          (LcwType.LLR_NACK, 7), (LcwType.LLR_NACK, SEQ_MOD - 2)):
+        partner.send_lcw(lcw_type, seq=seq)
+    # A good ACK of frame 2 with its crc8 broken.
+    bad = lcw_word(LcwType.LLR_ACK, LLR_PAYLOAD.to_int(seq=2))
+    partner.send_words([XgmiiWord(bad.data ^ (1 << 60), bad.ctrl)])
+    await ClockCycles(dut.clk, 20)
+    assert int(dut.count_out_of_window.value) == 4
+    assert int(dut.count_mac_rx_lcw_crc_errors.value) == 1
+    # Received and counted, but ignored: no replay, nothing freed.
+    assert int(dut.count_acks_received.value) == 2
+    assert int(dut.count_nacks_received.value) == 2
+    assert int(dut.count_replays.value) == 0
+    # Nothing acknowledged: the timer replays all three.
+    since = counter.now
+    await ClockCycles(dut.clk, 500)
+    assert int(dut.count_timeouts.value) >= 1
+    assert [f.seq for f in partner.frames(since)][:3] == [0, 1, 2]
+    partner.send_lcw(LcwType.LLR_ACK, seq=2)
+    await ClockCycles(dut.clk, 20)
+    timeouts = int(dut.count_timeouts.value)
+    await ClockCycles(dut.clk, 1000)
+    assert int(dut.count_timeouts.value) == timeouts, "timer ran with nothing outstanding"
+
+
+@cocotb.test()
+async def receiver_rules(dut):
+    """The receive side: INIT is echoed; frames in order are delivered and ACKed
+    cumulatively; a gap gives exactly one NACK and everything until the expected seq is
+    discarded; a duplicate is dropped and re-ACKed; a bad FCS gives a NACK."""
+    rng = random.Random(3)
+    counter, partner = await bring_up(dut)
+    sink = axis_sink(dut, "m_axis")
+    partner.send_lcw(LcwType.LLR_INIT, seq=100, nonce=0x1234)
+    await ClockCycles(dut.clk, 20)
+    echoes = partner.lcws(LcwType.LLR_INIT_ECHO)
+    assert echoes and echoes[-1].payload == LLR_PAYLOAD.to_int(seq=100, nonce=0x1234)
+    assert int(dut.rx_state.value) == RxState.SEND_ACKS.value
+
+    bodies = [rng.randbytes(rng.randint(10, 90)) for _ in range(12)]
+    for n, body in enumerate(bodies[:ACK_EVERY]):
+        partner.send_frame(body, 100 + n)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    got = [bytes((await sink.recv()).tdata) for _ in range(ACK_EVERY)]
+    assert got == bodies[:ACK_EVERY]
+    acks = partner.lcws(LcwType.LLR_ACK)
+    assert acks and seq_of(acks[-1].payload) == 100 + ACK_EVERY - 1
+
+    # Frame 108 goes missing: 109 draws one NACK(107), 110 is discarded silently.
+    since = counter.now
+    partner.send_frame(bodies[9], 109)
+    partner.send_frame(bodies[10], 110)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    nacks = partner.lcws(LcwType.LLR_NACK, since)
+    assert len(nacks) == 1 and seq_of(nacks[0].payload) == 107
+    assert int(dut.rx_state.value) == RxState.NACK_SENT.value
+    assert sink.empty()
+    # The replay: 108, 109, 110 in order.
+    for n in (8, 9, 10):
+        partner.send_frame(bodies[n], 100 + n)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    assert [bytes((await sink.recv()).tdata) for _ in range(3)] == bodies[8:11]
+    assert int(dut.rx_state.value) == RxState.SEND_ACKS.value
+
+    # A duplicate of 110 is dropped and answered with an ACK of 110.
+    since = counter.now
+    partner.send_frame(bodies[10], 110)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    assert sink.empty()
+    assert int(dut.count_duplicates.value) == 1
+    assert seq_of(partner.lcws(LcwType.LLR_ACK, since)[-1].payload) == 110
+
+    # A bad FCS on 111: NACK(110), nothing delivered.
+    since = counter.now
+    words, _ = frame_words(bodies[11], 111)
+    words[2] = XgmiiWord(words[2].data ^ 0x10, words[2].ctrl)
+    partner.send_words(words + [IDLE_WORD] * 2)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    nacks = partner.lcws(LcwType.LLR_NACK, since)
+    assert len(nacks) == 1 and seq_of(nacks[0].payload) == 110
+    assert sink.empty()
+    assert int(dut.count_bad_frames.value) == 1
+    assert int(dut.count_mac_rx_fcs_errors.value) == 1
+    assert int(dut.count_frames_received.value) == 11
+
+
+def test_llr_end(tmp_path):
+    run_cocotb(EXPORT, "test_llr_end", {"ack_every": ACK_EVERY}, test_dir=tmp_path)

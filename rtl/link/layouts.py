@@ -1,0 +1,76 @@
+"""Beats exchanged by the blocks of the link layer (spec §5, §7).
+
+The link layer of one link end is::
+
+    upper layer ─ i ─▶ LlrTx ─ MacTxFrameLayout ─▶ MacTx ─ txd/txc ─▶ line
+    upper layer ◀ o ─ LlrRx ◀ MacRxFrameLayout ─ MacRx ◀ rxd/rxc ─ line
+                      LCWs (LcwLayout) go from the LLR/ping units to MacTx and from MacRx back.
+
+Frames inside the link layer are frame bodies (OEFH + TH + payload, spec §4) on 8-octet beats
+(:class:`~ethlink.rtl.stream.PacketLayout` ``(8)``, one XGMII word of data per beat); the FCS
+exists only on the wire: :class:`MacTx` appends it and :class:`MacRx` checks and strips it.
+"""
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data
+
+from ..stream import PacketLayout
+
+__all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout",
+           "MacTxUserLayout", "MacRxUserLayout",
+           "MacTxFrameLayout", "MacRxFrameLayout"]
+
+#: The MAC's packet side carries one XGMII word of frame octets per beat.
+MAC_BEAT_OCTETS = 8
+#: LLR sequence numbers are 20 bits, modulo 2^20 (spec §7).
+SEQ_BITS = 20
+LCW_PAYLOAD_BITS = 40
+
+
+class LcwLayout(data.StructLayout):
+    """A link control word as the link layer handles it: ``type`` and the 40-bit payload ``P``
+    (spec §5). The 0x5C control octet and the crc8 exist only on the wire (:class:`MacTx` adds
+    them, :class:`MacRx` checks and strips them)."""
+    def __init__(self):
+        super().__init__({"type": unsigned(8), "payload": unsigned(LCW_PAYLOAD_BITS)})
+
+
+def _frame_beat(user):
+    beat = PacketLayout(MAC_BEAT_OCTETS)
+    return {**{name: field.shape for name, field in beat}, "user": user}
+
+
+class MacTxUserLayout(data.StructLayout):
+    """Start-word fields of a frame for :class:`MacTx`, read on its first beat only.
+
+    ``sequenced`` selects class 0xE (sequenced; ``seq`` goes into Q1…Q3) or 0x5 (unsequenced;
+    Q1…Q3 = 0x55 0x55 0x55 as in a plain Ethernet preamble) (spec §5).
+    """
+    def __init__(self):
+        super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1)})
+
+
+class MacRxUserLayout(data.StructLayout):
+    """What :class:`MacRx` tells about a received frame.
+
+    ``seq`` and ``sequenced`` (class 0xE) are valid on every beat of the frame. ``error`` is
+    valid on the last beat: the frame is bad (FCS error, ``/E/`` or another control character
+    inside it, truncated, over-long) and must be discarded; the MAC counts the cause.
+    """
+    def __init__(self):
+        super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1),
+                          "error": unsigned(1)})
+
+
+class MacTxFrameLayout(data.StructLayout):
+    """A frame-body beat for :class:`MacTx`: the :class:`~ethlink.rtl.stream.PacketLayout`
+    members (8 octets) and ``user`` (:class:`MacTxUserLayout`; ``tuser`` at an export)."""
+    def __init__(self):
+        super().__init__(_frame_beat(MacTxUserLayout()))
+
+
+class MacRxFrameLayout(data.StructLayout):
+    """A received frame-body beat from :class:`MacRx` (FCS stripped): the
+    :class:`~ethlink.rtl.stream.PacketLayout` members and ``user`` (:class:`MacRxUserLayout`)."""
+    def __init__(self):
+        super().__init__(_frame_beat(MacRxUserLayout()))

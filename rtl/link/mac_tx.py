@@ -1,0 +1,282 @@
+"""EthLink MAC transmitter: frame bodies and LCWs onto 64-bit XGMII (spec §4, §5).
+
+Ref: spec §4 (FCS), §5 (start word, /T/, inter-frame gap, LCW), §7 (the sequence number in the
+start word). The word-level mapping is drawn in docs/mac.md.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
+from amaranth.lib.wiring import In, Out
+
+from ..stream import COUNTER_WIDTH, SaturatingCounter, keep_count
+from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
+from .crc import OctetCrc
+from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout
+
+__all__ = ["MacTx", "check_ifg", "check_lcw_in_frame", "MIN_IFG", "MAX_IFG", "gap_words",
+           "lcw_lanes", "TX_COUNTERS"]
+
+MIN_IFG = 4
+MAX_IFG = 64
+#: Counter names of the transmitter, as it exports them (``count_<name>``).
+TX_COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws")
+FCS_OCTETS = 4
+
+
+def check_ifg(ifg):
+    if isinstance(ifg, bool) or not isinstance(ifg, int) or not MIN_IFG <= ifg <= MAX_IFG:
+        raise ValueError(f"ifg must be an integer number of octets from {MIN_IFG} to {MAX_IFG} "
+                         f"(spec §5: the gap is at least 4 octets), not {ifg!r}")
+    return ifg
+
+
+def check_lcw_in_frame(value):
+    if value not in (0, 1, False, True):
+        raise ValueError(f"lcw_in_frame must be 0 or 1 (or a bool), not {value!r}")
+    return bool(value)
+
+
+def gap_words(t_lane, ifg):
+    """Whole words needed after the word with /T/ in lane ``t_lane`` before an /S/ word, so that
+    at least ``ifg`` octets lie from /T/ (inclusive) to /S/ (exclusive)."""
+    return max(0, -(-(ifg - (8 - t_lane)) // 8))
+
+
+def _word(lanes):
+    """``(data, ctrl)`` values of eight lanes, each an ``(octet value, is_control)`` pair."""
+    return Cat(*(octet for octet, _ in lanes)), Cat(*(Const(int(c), 1) for _, c in lanes))
+
+
+def lcw_lanes(m, crc8, lcw_type, payload, name):
+    """The eight lanes of an LCW word: 0x5C (control), type, p0…p4 (big-endian), crc8."""
+    # Ref: spec §5 — lanes 1…7 = type, p0…p4, crc8 over type…p4 (CRC-8 poly 0x07, init 0).
+    octets = [lcw_type] + [payload[LCW_PAYLOAD_BITS - 8 * (k + 1):LCW_PAYLOAD_BITS - 8 * k]
+                           for k in range(5)]
+    covered = Cat(*octets)
+    crc = crc8.next_state(m, Const(crc8.initial, crc8.width), covered, 6, name)
+    return ([(Const(XgmiiControl.LCW, 8), 1)] + [(o, 0) for o in octets]
+            + [(crc8.output(crc), 0)])
+
+
+class MacTx(wiring.Component):
+    """Send frame bodies and link control words as 64-bit XGMII words.
+
+    Behaviour (Ref: spec §4, §5):
+
+    * A frame is sent as the start word ``/S/ 55 55 55 Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only;
+      Q1 = {class, seq[19:16]}, Q2 = seq[15:8], Q3 = seq[7:0], class 0xE when
+      ``user.sequenced`` of the first beat is set, else 0x5 with Q1…Q3 = ``55 55 55``), the body
+      octets, the FCS (IEEE CRC-32 of the body, least significant octet first), then ``/T/`` in
+      whatever lane follows, ``/I/`` to the end of that word.
+    * From ``/T/`` (inclusive) to the next ``/S/`` (exclusive) there are at least ``ifg``
+      octets; the words after the ``/T/`` word count 8 octets each, LCW words included. There
+      is no deficit idle count: a frame always starts in lane 0, so the gap is ``ifg`` rounded
+      up to the lane-0 boundary.
+    * An LCW from ``lcw`` is one whole word (0x5C control, type, p0…p4, crc8). It takes a free
+      gap word; when a frame is waiting and no gap word is free it still goes before the
+      ``/S/`` (one word), but never two in a row ahead of a waiting frame. With
+      ``lcw_in_frame`` it is also sent between two words of a frame (never two in a row inside
+      a frame), so it waits at most one word.
+    * Producer contract: once a frame's first beat is taken, its other beats are offered every
+      cycle ``i.ready`` is high (``i.ready`` is low only for the start word, an in-frame LCW
+      word and the FCS spill word). A missing beat (underrun) ends the frame with the abort
+      word (``/E/ /T/ /I/ …``, all control), counts ``count_underruns``, and the rest of that
+      frame's beats up to ``last`` are taken and thrown away.
+    * ``abort`` ends the frame on the wire with the abort word (``count_aborts``); the next beat
+      on ``i`` is the first beat of a new frame. While ``abort`` is high no beat is taken and no
+      frame starts. When ``in_frame`` is low it has no other effect.
+
+    Members
+    -------
+    i : In(stream.Signature(MacTxFrameLayout()))
+        Frame bodies (OEFH + TH + payload, no FCS), 8 octets per beat, ``user`` read on the
+        first beat; a 0-octet body is one beat with ``keep`` = 0.
+    lcw : In(stream.Signature(LcwLayout()))
+        Link control words to send.
+    abort : In(1)
+        End the frame on the wire now (a one-cycle strobe).
+    in_frame : Out(1)
+        High while ``txd`` carries a frame's ``/S/`` word and its words up to (not including)
+        the ``/T/`` or abort word: exactly the cycles in which ``abort`` ends a frame.
+    txd, txc : Out(64), Out(8)
+        The XGMII word (registered): lane i is ``txd[8i+7:8i]``, its control flag ``txc[i]``.
+    count_frames, count_octets, count_aborts, count_underruns, count_lcws : Out(32)
+        Frames completed with ``/T/``, their body octets, frames ended by ``abort``, by an
+        underrun, LCWs sent. Saturating;
+        ``count_octets`` catches up 1 cycle after ``count_frames``.
+
+    Latency: a first beat offered while the MAC is idle, the gap is met and no LCW is waiting
+    gives the ``/S/`` word on ``txd`` 1 cycle later; the beat is taken in the next cycle and
+    its data word is on ``txd`` 1 cycle after that. ``abort`` → abort word on ``txd``: 1 cycle.
+    ``lcw`` offered between frames → LCW word on ``txd``: 1 cycle.
+
+    Throughput: full line rate. A frame of L body octets takes exactly
+    1 + ceil((L + 5) / 8) words up to and including its ``/T/`` word, then the gap
+    (``gap_words``); back-to-back frames lose no other cycle. ``i.ready`` and ``lcw.ready``
+    depend combinationally on ``i.valid``, ``lcw.valid`` and ``abort`` (rule 4).
+    """
+
+    def __init__(self, ifg=12, lcw_in_frame=True):
+        self._ifg = check_ifg(ifg)
+        self._lcw_in_frame = check_lcw_in_frame(lcw_in_frame)
+        super().__init__({
+            "i": In(stream.Signature(MacTxFrameLayout())),
+            "lcw": In(stream.Signature(LcwLayout())),
+            "abort": In(1),
+            "in_frame": Out(1),
+            "txd": Out(64, init=int.from_bytes(bytes([XgmiiControl.IDLE]) * 8, "little")),
+            "txc": Out(8, init=0xFF),
+            **{f"count_{name}": Out(COUNTER_WIDTH) for name in (
+                "frames", "octets", "aborts", "underruns", "lcws")},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = {name: SaturatingCounter(f"count_{name}") for name in (
+            "frames", "octets", "aborts", "underruns", "lcws")}
+        for name, counter in counters.items():
+            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+
+        fcs = OctetCrc(CRC32_ETHERNET, 8)
+        crc8 = OctetCrc(CRC8_SMBUS, 6)
+        beat = self.i.payload
+        idle = Const(XgmiiControl.IDLE, 8)
+        ctl = lambda code: (Const(code, 8), 1)
+
+        # --- registers ---
+        IDLE, FRAME, SPILL, DISCARD = range(4)
+        state = Signal(range(4), name="state")
+        crc = Signal(32, name="fcs_crc", init=fcs.initial)
+        gap_left = Signal(range(gap_words(0, MAX_IFG) + 2), name="gap_left")
+        prev_lcw = Signal(name="prev_lcw")   # the word on txd is an LCW word
+        frame_len = Signal(16, name="frame_len")  # body octets sent of the current frame
+        spill_data = Signal(64, name="spill_data")
+        spill_ctrl = Signal(8, name="spill_ctrl")
+        spill_gap = Signal.like(gap_left, name="spill_gap")
+        # The octet count is added one cycle late: keeps its adder off the word path.
+        octets_en = Signal(name="octets_en")
+        octets_add = Signal.like(frame_len, name="octets_add")
+        m.d.sync += octets_en.eq(0)
+        counters["octets"].add(m, octets_add, octets_en)
+        m.d.comb += self.in_frame.eq((state == FRAME) | (state == SPILL))
+
+        # --- the candidate words ---
+        seq = beat.user.seq
+        q1 = Mux(beat.user.sequenced, Cat(seq[16:20], Const(FrameClass.SEQUENCED, 4)),
+                 PREAMBLE_OCTET)
+        q2 = Mux(beat.user.sequenced, seq[8:16], PREAMBLE_OCTET)
+        q3 = Mux(beat.user.sequenced, seq[0:8], PREAMBLE_OCTET)
+        # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, /S/ in lane 0.
+        start_d, start_c = _word([ctl(XgmiiControl.START)]
+                                 + [(Const(PREAMBLE_OCTET, 8), 0)] * 3
+                                 + [(q1, 0), (q2, 0), (q3, 0), (Const(SFD, 8), 0)])
+        lcw_d, lcw_c = _word(lcw_lanes(m, crc8, self.lcw.payload.type, self.lcw.payload.payload,
+                                       "lcw_crc8"))
+        abort_d, abort_c = _word([ctl(XgmiiControl.ERROR), ctl(XgmiiControl.TERMINATE)]
+                                 + [ctl(XgmiiControl.IDLE)] * 6)
+
+        # Last beat of n octets: body[0:n], FCS, /T/, /I/... over one word (n <= 3) or two.
+        n = Signal(range(9), name="beat_octets")
+        m.d.comb += n.eq(keep_count(beat.keep, 8))
+        crc_next = fcs.select(m, crc, beat.data, n, "fcs_next")
+        fcs_value = Signal(32, name="fcs_value")
+        m.d.comb += fcs_value.eq(fcs.output(crc_next))
+        tail_d = [Signal(64, name=f"tail{k}_data") for k in range(2)]
+        tail_c = [Signal(8, name=f"tail{k}_ctrl") for k in range(2)]
+        tail_gap = Signal.like(gap_left, name="tail_gap")
+        body_octets = [beat.data[8 * j:8 * j + 8] for j in range(8)]
+        fcs_octets = [fcs_value[8 * j:8 * j + 8] for j in range(4)]
+        with m.Switch(n):
+            for count in range(9):
+                with m.Case(count):
+                    # Ref: spec §4, §5 — the FCS follows the body, /T/ follows the FCS.
+                    lanes = ([(o, 0) for o in body_octets[:count]]
+                             + [(o, 0) for o in fcs_octets] + [ctl(XgmiiControl.TERMINATE)])
+                    lanes += [ctl(XgmiiControl.IDLE)] * (16 - len(lanes))
+                    for k in range(2):
+                        d, c = _word(lanes[8 * k:8 * k + 8])
+                        m.d.comb += [tail_d[k].eq(d), tail_c[k].eq(c)]
+                    m.d.comb += tail_gap.eq(gap_words((count + 4) % 8, self._ifg))
+
+        # --- choose the next word ---
+        word_d = Signal(64, name="word_data")
+        word_c = Signal(8, name="word_ctrl")
+        m.d.comb += [word_d.eq(idle.replicate(8)), word_c.eq(0xFF)]
+        gap_ok = gap_left == 0
+
+        def send(d, c):
+            m.d.comb += [word_d.eq(d), word_c.eq(c)]
+
+        def send_lcw():
+            send(lcw_d, lcw_c)
+            m.d.comb += self.lcw.ready.eq(1)
+            m.d.sync += prev_lcw.eq(1)
+            counters["lcws"].increment(m, 1)
+
+        def end_frame(gap):
+            m.d.sync += [state.eq(IDLE), gap_left.eq(gap)]
+
+        def send_abort(counter):
+            send(abort_d, abort_c)
+            counters[counter].increment(m, 1)
+            # Ref: spec §5 — the abort word's /T/ is in lane 1; the gap counts from it.
+            m.d.sync += gap_left.eq(gap_words(1, self._ifg))
+
+        m.d.sync += prev_lcw.eq(0)
+        with m.Switch(state):
+            with m.Case(IDLE, DISCARD):
+                startable = (state == IDLE) & self.i.valid & gap_ok & ~self.abort
+                # Gap words count down whatever they carry (idle or LCW).
+                m.d.sync += gap_left.eq(Mux(gap_ok, 0, gap_left - 1))
+                with m.If(self.lcw.valid & ~(startable & prev_lcw)):
+                    send_lcw()
+                with m.Elif(startable):
+                    send(start_d, start_c)
+                    m.d.sync += [state.eq(FRAME), crc.eq(fcs.initial), frame_len.eq(0)]
+                with m.If(state == DISCARD):
+                    # Rest of an underrun frame: take and drop its beats up to `last`.
+                    m.d.comb += self.i.ready.eq(~self.abort)
+                    with m.If(self.abort | (self.i.valid & beat.last)):
+                        m.d.sync += state.eq(IDLE)
+            with m.Case(FRAME):
+                with m.If(self.abort):
+                    send_abort("aborts")
+                    m.d.sync += state.eq(IDLE)
+                if self._lcw_in_frame:
+                    with m.Elif(self.lcw.valid & ~prev_lcw):
+                        send_lcw()
+                with m.Elif(self.i.valid):
+                    m.d.comb += self.i.ready.eq(1)
+                    with m.If(~beat.last):
+                        send(beat.data, 0)
+                        m.d.sync += [crc.eq(crc_next), frame_len.eq(frame_len + 8)]
+                    with m.Else():
+                        send(tail_d[0], tail_c[0])
+                        with m.If(n >= 4):
+                            m.d.sync += [state.eq(SPILL), spill_data.eq(tail_d[1]),
+                                         spill_ctrl.eq(tail_c[1]), spill_gap.eq(tail_gap),
+                                         frame_len.eq(frame_len + n)]
+                        with m.Else():
+                            end_frame(tail_gap)
+                            counters["frames"].increment(m, 1)
+                            m.d.sync += [octets_en.eq(1), octets_add.eq(frame_len + n)]
+                with m.Else():
+                    # Underrun: the producer broke its contract; the frame cannot go on.
+                    send_abort("underruns")
+                    m.d.sync += state.eq(DISCARD)
+            with m.Case(SPILL):
+                with m.If(self.abort):
+                    send_abort("aborts")
+                    m.d.sync += state.eq(IDLE)
+                if self._lcw_in_frame:
+                    with m.Elif(self.lcw.valid & ~prev_lcw):
+                        send_lcw()
+                with m.Else():
+                    send(spill_data, spill_ctrl)
+                    end_frame(spill_gap)
+                    counters["frames"].increment(m, 1)
+                    m.d.sync += [octets_en.eq(1), octets_add.eq(frame_len)]
+
+        m.d.sync += [self.txd.eq(word_d), self.txc.eq(word_c)]
+        return m
