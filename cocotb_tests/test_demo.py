@@ -1,5 +1,6 @@
 """``ethlink demo`` end to end: the domain simulates, the report's figures are the documented
-latencies and the frame stream runs at line rate."""
+latencies, the frame stream runs at line rate, and the link pair repairs the errors injected
+into it without losing a frame."""
 
 import json
 
@@ -7,8 +8,14 @@ from ethlink.sim.demo import run_demo
 
 
 def test_demo_report_figures():
-    report = run_demo(scenario={"frames": 300, "seed": 7})
+    report = run_demo(scenario={"frames": 300, "seed": 7},
+                      link_scenario={"frames": 150, "bers": [1e-4]})
     assert report["mismatches"] == 0 and report["dropped"] == 0
+    link = report["link"]
+    assert link["frames_sent"] == link["frames_delivered"] == 2 * 150
+    assert link["lost"] == link["duplicated"] == link["reordered"] == link["corrupted"] == 0
+    assert link["runs"][0]["replays"] > 0          # errors were injected and repaired
+    assert 0.2 < link["runs"][0]["goodput"] < 0.85
     assert report["frames"] == 300
     assert report["blocks"]["oefh_deparser"]["latency_cycles"] == 1
     assert report["blocks"]["oefh_parser"]["latency_cycles"] == 1
@@ -20,7 +27,7 @@ def test_demo_command_writes_json(tmp_path, cli):
     target = tmp_path / "demo.json"
     code, out, _ = cli("demo", "--frames", "50", "--json", str(target))
     assert code == 0
-    assert "oefh_parser" in out and "end to end" in out
+    assert "oefh_parser" in out and "end to end" in out and "replays" in out
     report = json.loads(target.read_text())
     assert report["frames"] == 50 and report["mismatches"] == 0
 

@@ -8,105 +8,23 @@ counted, corrupted LCWs dropped, and on the receive side in-order acceptance, on
 discard-until-expected, duplicates, bad FCS.
 """
 
-import collections
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge
 
 from ethlink.rtl.link.llr_rx import RxState
-from ethlink.rtl.link.llr_tx import TxState
 from ethlink.rtl.wire import LcwType, LLR_PAYLOAD, XgmiiControl
-from ethlink.sim.models.mac import MacLcw, RxFrame, RxLcw, decode_xgmii, frame_words, lcw_word
+from ethlink.sim.link_tb import SEQ_MOD, bring_up, seq_of
+from ethlink.sim.models.mac import frame_words, gap_words, lcw_word
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 from ethlink.sim.runner import run_cocotb
-from ethlink.sim.tb import axis_sink, axis_source, start
+from ethlink.sim.tb import axis_sink, axis_source
 
 EXPORT = "link_end"
 #: Goal of the issue: LLR_NACK on rxd → first word of the replayed frame on txd.
 REPLAY_REACTION_GOAL = 8
-SEQ_MOD = 1 << 20
 ACK_EVERY = 8
-
-
-class Partner:
-    """Drives ``rxd``/``rxc`` from a queue of words (idle when empty) and records ``txd``/
-    ``txc`` with the cycle of each word."""
-    def __init__(self, dut, counter):
-        self.dut = dut
-        self.counter = counter
-        self.queue = collections.deque()
-        self.sent_at = []          # (cycle the word is on rxd, word)
-        self.tx = []               # (cycle, XgmiiWord)
-        dut.rxd.value = IDLE_WORD.data
-        dut.rxc.value = IDLE_WORD.ctrl
-        cocotb.start_soon(self._drive())
-        cocotb.start_soon(self._watch())
-
-    async def _drive(self):
-        while True:
-            await RisingEdge(self.dut.clk)
-            word = self.queue.popleft() if self.queue else IDLE_WORD
-            self.dut.rxd.value = word.data
-            self.dut.rxc.value = word.ctrl
-            self.sent_at.append((self.counter.now, word))
-
-    async def _watch(self):
-        while True:
-            await RisingEdge(self.dut.clk)
-            await ReadOnly()
-            self.tx.append((self.counter.now,
-                            XgmiiWord(int(self.dut.txd.value), int(self.dut.txc.value))))
-
-    def send_words(self, words):
-        self.queue.extend(words)
-
-    def send_lcw(self, lcw_type, seq=0, nonce=0, payload=None):
-        if payload is None:
-            payload = LLR_PAYLOAD.to_int(seq=seq % SEQ_MOD, nonce=nonce)
-        self.queue.append(lcw_word(lcw_type, payload))
-
-    def send_frame(self, body, seq, gap=2):
-        words, _ = frame_words(body, seq)
-        self.queue.extend(words + [IDLE_WORD] * gap)
-
-    def events(self, since=0):
-        """What the end sent from cycle ``since`` on, decoded."""
-        return decode_xgmii([w for c, w in self.tx if c >= since])[0]
-
-    def lcws(self, lcw_type, since=0):
-        return [e for e in self.events(since) if isinstance(e, RxLcw) and e.type == lcw_type]
-
-    def frames(self, since=0):
-        return [e for e in self.events(since) if isinstance(e, RxFrame)]
-
-    async def idle(self):
-        while self.queue:
-            await RisingEdge(self.dut.clk)
-
-
-def seq_of(payload):
-    return LLR_PAYLOAD.from_int(payload)["seq"]
-
-
-async def bring_up(dut, replay_timeout=0):
-    dut.enable.value = 1
-    dut.replay_timeout.value = replay_timeout
-    dut.s_axis_lcw_tvalid.value = 0
-    counter = await start(dut)
-    partner = Partner(dut, counter)
-    for _ in range(200):
-        await RisingEdge(dut.clk)
-        inits = partner.lcws(LcwType.LLR_INIT)
-        if inits:
-            break
-    assert inits, "no LLR_INIT after reset"
-    assert seq_of(inits[0].payload) == 0 and inits[0].crc_ok
-    assert int(dut.tx_state.value) == TxState.INIT.value
-    partner.send_lcw(LcwType.LLR_INIT_ECHO, payload=inits[0].payload)
-    await ClockCycles(dut.clk, 10)
-    assert int(dut.tx_state.value) == TxState.ADVANCE.value
-    return counter, partner
 
 
 async def send_bodies(dut, source, bodies):
@@ -169,6 +87,29 @@ async def replay_on_nack(dut):
     dut._log.info("replay reaction (frame cut): %d cycles", reaction)
     assert reaction <= REPLAY_REACTION_GOAL, reaction
     assert int(dut.count_mac_tx_aborts.value) == 1
+
+
+@cocotb.test()
+async def line_rate(dut):
+    """Back-to-back frames leave at the MAC's framing limit: each frame takes exactly its
+    words plus the minimal gap (PINGs and ACKs aside, which the partner does not cause here)."""
+    rng = random.Random(4)
+    counter, partner = await bring_up(dut, replay_timeout=100_000)
+    source = axis_source(dut, "s_axis")
+    # Fewer octets than the replay buffer holds: the partner sends no ACK here.
+    bodies = [rng.randbytes(rng.choice([14, 78, 128, 333, 1000])) for _ in range(16)]
+    since = counter.now
+    await send_bodies(dut, source, bodies)
+    await ClockCycles(dut.clk, 60)
+    words = [(c, w) for c, w in partner.tx if c >= since]
+    starts = [c for c, w in words if w.lanes()[0] == (XgmiiControl.START, 1)]
+    lcws = sum(1 for c, w in words if starts[0] <= c < starts[-1]
+               and w.lanes()[0] == (XgmiiControl.LCW, 1))
+    expected = sum(len(frame_words(b)[0]) + gap_words(frame_words(b)[1], 12)
+                   for b in bodies[:-1])
+    assert [f.body for f in partner.frames(since)] == bodies
+    # An LCW (a PING) may take a word of its own inside a frame; nothing else may.
+    assert starts[-1] - starts[0] <= expected + lcws, (starts[-1] - starts[0], expected, lcws)
 
 
 @cocotb.test()

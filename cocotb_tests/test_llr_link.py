@@ -10,11 +10,10 @@ import math
 import random
 
 import cocotb
-import pytest
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from ethlink.rtl.link.llr_tx import TxState
-from ethlink.sim.link_tb import Direction, counter, run_traffic, set_ber, setup_pair
+from ethlink.sim.link_tb import Direction, counter, run_traffic, setup_pair, state_report
 from ethlink.sim.runner import run_cocotb
 
 EXPORT = "link_pair"
@@ -31,21 +30,6 @@ OUTAGE_TIMEOUT = 200
 def directions(dut, rng, idle=0.1, backpressure=0.2):
     return [Direction(dut, "a", "b", rng, idle, backpressure),
             Direction(dut, "b", "a", rng, idle, backpressure)]
-
-
-def state_report(dut):
-    """States and the LLR counters of both ends, for a failure message."""
-    names = ("tx_state", "rx_state", "failed", "rtt", "count_frames_sent",
-             "count_frames_replayed", "count_replays", "count_timeouts", "count_flushes",
-             "count_inits_sent", "count_inits_received", "count_out_of_window",
-             "count_nacks_sent", "count_nacks_received", "count_acks_sent",
-             "count_acks_received", "count_frames_received", "count_bad_frames",
-             "count_duplicates", "count_seq_errors", "count_discarded", "count_overflows",
-             "count_mac_tx_underruns", "count_mac_tx_aborts", "count_mac_rx_bad_starts",
-             "count_mac_rx_truncated")
-    return "; ".join(f"{end}: " + ", ".join(
-        f"{n.removeprefix('count_')}={counter(dut, f'{end}_{n}')}" for n in names)
-        for end in "ab")
 
 
 def assert_lossless(direction_list):
@@ -67,7 +51,7 @@ def assert_counters(dut, direction_list):
 
 
 async def traffic(dut, seed, ber, frames, max_octets=300, idle=0.1, backpressure=0.2,
-                  timeout=100_000):
+                  timeout=400_000):
     rng = random.Random(seed)
     await setup_pair(dut, seed=seed, ber=ber)
     dirs = directions(dut, rng, idle, backpressure)

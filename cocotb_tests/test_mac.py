@@ -18,11 +18,10 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 from cocotbext.eth import XgmiiFrame, XgmiiSink, XgmiiSource
 
 from ethlink.rtl.wire import MAX_BODY_OCTETS, LcwType, XgmiiControl
-from ethlink.sim.models.frame import fcs, random_frame
+from ethlink.sim.models.frame import random_frame
 from ethlink.sim.models.mac import (
-    ABORT_WORD, RX_COUNTERS, MacFrame, MacLcw, RxFrame, RxLcw, decode_xgmii, encode_frame,
+    ABORT_WORD, RX_COUNTERS, MacFrame, RxFrame, RxLcw, decode_xgmii, encode_frame,
     frame_word_count, frame_words, gap_words, gaps, lcw_word, preamble, xgmii_words)
-from ethlink.sim.models.lcw import encode_lcw
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import start
@@ -30,7 +29,8 @@ from ethlink.sim.tb import start
 #: Stated in the docstrings.
 TX_START_LATENCY = 1      # first beat offered -> /S/ word on txd
 TX_ABORT_LATENCY = 1      # abort (or the missing beat) -> abort word on txd
-RX_BODY_LATENCY = 2       # first body word on rxd -> its beat on o
+RX_BODY_LATENCY = 2       # first body word on rxd -> its beat on o (not the last beat)
+RX_LAST_LATENCY = 2       # /T/ word on rxd -> the frame's last beat on o
 RX_LCW_LATENCY = 1        # LCW word on rxd -> lcw.valid
 LCW_TYPES = [int(t) for t in LcwType]
 
@@ -391,7 +391,8 @@ def check_rx_against_model(dut, seen, beats, lcws, max_body=MAX_BODY_OCTETS):
 async def rx_good_frames_from_xgmii_source(dut):
     """Good frames from cocotbext-eth's XgmiiSource (our preamble with the Q octets, ifg 0 so
     that it always starts in lane 0, random pauses) arrive intact, in order, with seq/class;
-    the first body beat is on ``o`` 2 cycles after its word is on rxd."""
+    the first body beat (of a frame of more than one beat) is on ``o`` 2 cycles after its word
+    is on rxd, and the last beat 2 cycles after the /T/ word."""
     rng = random.Random(cocotb.RANDOM_SEED + 4)
     source = XgmiiSource(dut.rxd, dut.rxc, dut.clk, dut.rst)
     source.log.setLevel("WARNING")
@@ -420,8 +421,15 @@ async def rx_good_frames_from_xgmii_source(dut):
     starts = [n + 1 for n, w in enumerate(seen) if w.ctrl & 1 and w.data & 0xFF == 0xFB]
     assert len(starts) == len(got)
     for (body, *_), start_cycle, frame in zip(sent, starts, got):
-        if len(body) >= 8:
+        if len(body) > 8:
             assert frame[4] - (start_cycle + 1) == RX_BODY_LATENCY, (frame[4], start_cycle)
+    # Latency: each /T/ word → the last beat of its frame.
+    terms = [n + 1 for n, w in enumerate(seen)
+             if any((w.ctrl >> i) & 1 and (w.data >> 8 * i) & 0xFF == XgmiiControl.TERMINATE
+                    for i in range(8))]
+    lasts = [cycle for cycle, _, _, last, _ in beats if last]
+    assert len(terms) == len(lasts) == len(got)
+    assert [l - t for t, l in zip(terms, lasts)] == [RX_LAST_LATENCY] * len(got)
 
 
 def mangle_start(rng, word):

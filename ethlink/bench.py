@@ -8,6 +8,9 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
 * ``fec``: the RS(272,258) encoder and decoder at 1, 4 and 8 symbols per beat, and the
   post-FEC codeword error rate against the raw bit error rate through the link channel
   (simulated, with the analytical curve beside it, as a PNG plot).
+* ``link``: MAC and link-end latencies, the LLR replay reaction, goodput against the raw bit
+  error rate with and without the FEC (every frame checked: lost, duplicated, reordered),
+  replay-buffer sizing, and the ECP5 figures of one link end.
 """
 
 import json
@@ -16,7 +19,8 @@ from pathlib import Path
 
 from .toolchain import build_cache_dir
 
-__all__ = ["bench_forwarding", "bench_fec", "codeword_error_rate", "register"]
+__all__ = ["bench_forwarding", "bench_fec", "bench_link", "codeword_error_rate",
+           "replay_buffer_octets", "register"]
 
 BEAT_WIDTHS = (8, 16, 32, 64)
 
@@ -28,7 +32,7 @@ def bench_forwarding(widths=BEAT_WIDTHS, synth=True, device="LFE5UM5G-85F", fram
 
     rows = []
     for width in widths:
-        report = run_demo(beat_octets=width, scenario={"frames": frames})
+        report = run_demo(beat_octets=width, scenario={"frames": frames}, link=False)
         if report["mismatches"] or report["dropped"]:
             raise RuntimeError(f"forwarding at {width} octets/beat: frames differ from the model")
         for block in ("oefh_deparser", "oefh_parser"):
@@ -187,12 +191,134 @@ def _fec_table(result):
     return "\n".join(lines)
 
 
-BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec}
-TABLES = {"forwarding": _table, "fec": _fec_table}
+#: Raw bit error rates of the link goodput runs (spec: 1e-3 … 1e-7), and the clean reference.
+LINK_BERS = (0.0, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3)
+#: Frame body of the goodput runs: long enough to be realistic RDMA-ish traffic, short enough
+#: that an unprotected 1e-3 line still delivers some (docs/link.md).
+LINK_BODY_OCTETS = 128
+#: Line rates (Gb/s) and round trips (ns) of the replay-buffer sizing table.
+SIZING_RATES_GBPS = (10, 100, 400, 800)
+SIZING_RTTS_NS = (100, 500, 1000)
+#: The longest frame on the wire: start word, the longest body, FCS, /T/ and the gap.
+MAX_WIRE_OCTETS = 8 + 2070 + 4 + 12
+
+
+def replay_buffer_octets(rate_gbps, rtt_ns):
+    """Replay buffer a link needs (spec §7): line rate × round trip + 2 longest frames, in
+    octets (the hardware rounds up to a power of two)."""
+    return int(rate_gbps * rtt_ns / 8) + 2 * MAX_WIRE_OCTETS
+
+
+def _run_link_bench(export, params, testcase, scenario=None):
+    from .sim.runner import run_bench
+    return run_bench(export, "ethlink.sim.link_bench", params, testcase=testcase,
+                     scenario=scenario, prefix="bench-link-")
+
+
+def bench_link(synth=True, device="LFE5UM5G-85F", frames=300, fec=True, clock_mhz=156.25):
+    """MAC and link-end latencies, replay reaction, goodput against BER with and without FEC,
+    replay-buffer sizing, and the ECP5 figures of one link end (MAC + LLR)."""
+    mac_tx = _run_link_bench("mac_tx", {}, "mac_tx_timing")
+    mac_rx = _run_link_bench("mac_rx", {}, "mac_rx_timing")
+    end = _run_link_bench("link_end", {}, "end_timing")
+    result = {
+        "mac_tx_latency_cycles": mac_tx["latency_cycles"],
+        "mac_rx_latency_cycles": mac_rx["latency_cycles"],
+        "link_tx_latency_cycles": end["tx_latency_cycles"],
+        "link_rx_latency_cycles": end["rx_latency_cycles"],
+        "link_rx_frame_words": end["rx_frame_words"],
+        "replay_reaction_cycles": end["replay_reaction_cycles"],
+        "replay_reaction_cut_cycles": end["replay_reaction_cut_cycles"],
+        "clock_mhz": clock_mhz,
+        "body_octets": LINK_BODY_OCTETS,
+    }
+    totals = dict.fromkeys(("frames_sent", "frames_delivered", "lost", "duplicated",
+                            "reordered", "corrupted", "flushes"), 0)
+    runs = {"": ({"fec": 0}, 72, 1.0)}
+    if fec:
+        runs["_fec"] = ({"fec": 1}, 80, 34 / 40)
+    for suffix, (params, line_bits, duty) in runs.items():
+        scenario = {"seed": 1, "bers": list(LINK_BERS), "frames": frames,
+                    "body_octets": LINK_BODY_OCTETS, "timeout_cycles": 2000 * frames,
+                    "line_bits": line_bits, "line_duty": duty}
+        run = _run_link_bench("link_pair", {**params, "delay": 8, "replay_max": 64}, "goodput",
+                              scenario)
+        result[f"goodput_by_ber{suffix}"] = {ber: p["goodput"]
+                                             for ber, p in run["points"].items()}
+        result[f"ber_runs{suffix}"] = run["points"]
+        result[f"rtt_cycles{suffix}"] = run["rtt_cycles"]
+        for key in totals:
+            totals[key] += run[key]
+    result.update(totals)
+    ns = 1000 / clock_mhz
+    result["replay_buffer_octets"] = {
+        f"{rate}G": {f"{rtt}ns": replay_buffer_octets(rate, rtt) for rtt in SIZING_RTTS_NS}
+        for rate in SIZING_RATES_GBPS}
+    rtt_ns = result["rtt_cycles"] * ns
+    result["replay_buffer_octets_simulated_link"] = replay_buffer_octets(
+        8 * 8 * clock_mhz / 1000, rtt_ns)
+    result["ecp5"] = None
+    if synth:
+        from .exports import generate_verilog
+        from .synth import synthesize
+        figures = synthesize(generate_verilog("link_end"), "link_end", device=device)
+        result["ecp5"] = {key: figures[key] for key in ("fmax_mhz", "lut", "ff", "ebr",
+                                                        "lutram")}
+        result["device"] = device
+    return result
+
+
+def _link_table(result):
+    lines = [
+        f"{'path':44} {'cycles':>6}",
+        f"{'MAC TX: first beat offered -> /S/ on txd':44} {result['mac_tx_latency_cycles']:>6}",
+        f"{'MAC RX: /S/ on rxd -> first body beat':44} {result['mac_rx_latency_cycles']:>6}",
+        f"{'link end TX (LLR + MAC)':44} {result['link_tx_latency_cycles']:>6}",
+        f"{'link end RX (MAC + LLR, store and forward)':44} {result['link_rx_latency_cycles']:>6}"
+        f"  ({result['link_rx_frame_words']}-word frame)",
+        f"{'replay reaction: NACK on rxd -> /S/ (idle)':44} {result['replay_reaction_cycles']:>6}",
+        f"{'replay reaction: ... cutting a frame':44} {result['replay_reaction_cut_cycles']:>6}",
+        "",
+        f"goodput (fraction of line rate, {result['body_octets']}-octet bodies, both directions "
+        f"saturated):",
+        f"{'raw BER':>10} {'no FEC':>8} {'replays':>8} {'lost/dup':>8}"
+        + (f" {'FEC':>8} {'replays':>8} {'lost/dup':>8}" if "goodput_by_ber_fec" in result
+           else ""),
+    ]
+
+    def columns(run):
+        return f" {run['goodput']:>8.3f} {run['replays']:>8} " \
+               f"{str(run['lost']) + '/' + str(run['duplicated']):>8}"
+    for ber in result["goodput_by_ber"]:
+        line = f"{float(ber):>10.0e}" + columns(result["ber_runs"][ber])
+        if "goodput_by_ber_fec" in result:
+            line += columns(result["ber_runs_fec"][ber])
+        lines.append(line)
+    lines.append(f"frames sent {result['frames_sent']}, delivered {result['frames_delivered']}, "
+                 f"lost {result['lost']}, duplicated {result['duplicated']}, reordered "
+                 f"{result['reordered']}, flushes {result['flushes']}; round trip "
+                 f"{result['rtt_cycles']} cycles"
+                 + (f" ({result['rtt_cycles_fec']} with FEC)" if "rtt_cycles_fec" in result
+                    else ""))
+    lines += ["", "replay buffer needed (octets) = rate x round trip + 2 longest frames:",
+              f"{'':>8}" + "".join(f"{r:>10}" for r in SIZING_RTTS_NS) + "  (ns)"]
+    for rate, row in result["replay_buffer_octets"].items():
+        lines.append(f"{rate:>8}" + "".join(f"{v:>10}" for v in row.values()))
+    if result["ecp5"]:
+        e = result["ecp5"]
+        lines.append(f"\nlink_end (MAC + LLR) on ECP5 {result['device']}: {e['fmax_mhz']:.1f} MHz, "
+                     f"{e['lut']} LUT, {e['ff']} FF, {e['ebr']} EBR")
+    return "\n".join(lines)
+
+
+BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link}
+TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table}
 
 
 def _run(args):
-    options = {"plot": args.plot, "codewords": args.codewords} if args.name == "fec" else {}
+    options = ({"plot": args.plot, "codewords": args.codewords} if args.name == "fec"
+               else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
+               else {})
     result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
     print(TABLES[args.name](result))
     path = Path(args.json) if args.json else build_cache_dir() / f"bench_{args.name}.json"
@@ -213,4 +339,8 @@ def register(subparsers):
                    help="fec: where to write the BER plot (default: in the build folder)")
     p.add_argument("--codewords", type=int, default=1500, metavar="N",
                    help="fec: codewords per bit error rate of the sweep (default: 1500)")
+    p.add_argument("--frames", type=int, default=300, metavar="N",
+                   help="link: frames each way per bit error rate (default: 300)")
+    p.add_argument("--no-fec", action="store_true",
+                   help="link: skip the goodput runs through the FEC")
     p.set_defaults(func=_run)

@@ -91,7 +91,7 @@ _LINK_END = {
     "replay_max": (8, "consecutive replays without progress before FLUSH, 1 to 255",
                    check_replay_max),
     "ack_every": (8, "an LLR_ACK at least every this many frames, 1 to 255", check_ack_every),
-    "ack_timer": (32, "... or this many cycles after the oldest unacknowledged frame",
+    "ack_timer": (128, "... or this many cycles after the oldest unacknowledged frame",
                   check_ack_timer),
     "ping_interval": (1024, "cycles between PINGs (round-trip measurement)",
                       check_ping_interval),

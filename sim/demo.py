@@ -1,9 +1,15 @@
 """``ethlink demo``: the default EthLink domain, simulated cycle-accurately, with its report.
 
-The domain is :class:`ethlink.rtl.domain.ForwardingLoopback` (every block that exists, joined
-as a path joins them); the scenario is a seeded mix of L/S and RDMA frames. The bench
-(:mod:`ethlink.sim.demo_bench`) runs on Verilator and checks every frame against the golden
-model; this module prints the table and writes the same figures as JSON.
+Two parts, both on Verilator:
+
+* the forwarding path, :class:`ethlink.rtl.domain.ForwardingLoopback`, with a seeded mix of
+  L/S and RDMA frames checked against the golden model (:mod:`ethlink.sim.demo_bench`);
+* a link pair, :class:`ethlink.rtl.link.link_end.LinkPair` (MAC + LLR both ways over lines
+  with injected bit errors), with saturated traffic both ways; every frame is checked for
+  loss, duplication, reordering and damage, and the replays and goodput are reported
+  (:mod:`ethlink.sim.link_bench`).
+
+This module prints the tables and writes the same figures as JSON.
 
 Cycles are the measurement; nanoseconds are cycles × the stated clock period
 (``--clock-mhz``, default 156.25 MHz: a 64-bit datapath at 10 Gb/s).
@@ -16,7 +22,7 @@ from pathlib import Path
 
 from ethlink.toolchain import build_cache_dir
 
-__all__ = ["DEFAULT_SCENARIO", "run_demo", "register"]
+__all__ = ["DEFAULT_SCENARIO", "DEFAULT_LINK_SCENARIO", "run_demo", "run_link_demo", "register"]
 
 DEFAULT_SCENARIO = {
     "frames": 2000,
@@ -35,8 +41,43 @@ def _percentiles(values):
             "mean": round(statistics.fmean(ordered), 2)}
 
 
-def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None):
-    """Run the demo domain; returns the report as a dict."""
+#: The link part of the demo: a link pair (MAC + LLR both ways, 8-cycle lines) carrying
+#: saturated traffic both ways through raw bit errors, no FEC.
+DEFAULT_LINK_SCENARIO = {
+    "seed": 1,
+    "bers": [1e-5, 1e-4],
+    "frames": 400,
+    "body_octets": 128,
+    "timeout_cycles": 400_000,
+    "line_bits": 72,
+    "line_duty": 1.0,
+}
+
+
+def run_link_demo(clock_mhz=156.25, scenario=None):
+    """Run the link pair with injected errors; returns its part of the report."""
+    from ethlink.sim.runner import run_bench
+
+    scenario = {**DEFAULT_LINK_SCENARIO, **(scenario or {})}
+    raw = run_bench("link_pair", "ethlink.sim.link_bench", {"delay": 8, "replay_max": 64},
+                    testcase="goodput", scenario=scenario, prefix="demo-link-")
+    line_rate_gbps = 64 * clock_mhz / 1000
+    return {
+        "domain": "link_pair (LinkEnd A <-> 8-cycle lines with bit errors <-> LinkEnd B)",
+        "scenario": scenario,
+        "rtt_cycles": raw["rtt_cycles"],
+        "rtt_ns": round(raw["rtt_cycles"] * 1000 / clock_mhz, 1),
+        **{key: raw[key] for key in ("frames_sent", "frames_delivered", "lost", "duplicated",
+                                     "reordered", "corrupted", "flushes")},
+        "runs": [{"ber": point["ber_set"], "ber_measured": point["ber_measured"],
+                  "replays": point["replays"], "goodput": point["goodput"],
+                  "goodput_gbps": round(point["goodput"] * line_rate_gbps, 2)}
+                 for point in raw["points"].values()],
+    }
+
+
+def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None, link_scenario=None, link=True):
+    """Run the demo domain and (with ``link``) the link pair; returns the report as a dict."""
     from ethlink.sim.runner import run_bench
 
     scenario = {**DEFAULT_SCENARIO, **(scenario or {})}
@@ -74,6 +115,7 @@ def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None):
         "frame_stream_utilisation": round(utilisation, 4),
         "line_rate_gbps": line_rate_gbps,
         "goodput_gbps": round(raw["payload_octets"] * 8 / (raw["tap_busy_cycles"] * ns), 3),
+        "link": run_link_demo(clock_mhz, link_scenario) if link else None,
     }
 
 
@@ -104,6 +146,20 @@ def format_report(report):
               f"  frame stream busy {report['frame_stream_utilisation'] * 100:.2f} % of cycles "
               f"while frames were queued; payload goodput {report['goodput_gbps']} Gb/s "
               f"({ns:.2f} ns/cycle)"]
+    link = report["link"]
+    if link is None:
+        return "\n".join(lines)
+    lines += ["", f"EthLink demo: {link['domain']}",
+              f"  {link['scenario']['frames']} frames of {link['scenario']['body_octets']} "
+              f"octets each way per bit error rate, both directions saturated; round trip "
+              f"{link['rtt_cycles']} cycles ({link['rtt_ns']} ns)",
+              f"  {'raw BER':>10} {'measured':>10} {'replays':>8} {'goodput':>8} {'Gb/s':>7}"]
+    for run in link["runs"]:
+        lines.append(f"  {run['ber']:>10.0e} {run['ber_measured']:>10.2e} {run['replays']:>8} "
+                     f"{run['goodput']:>8.3f} {run['goodput_gbps']:>7.2f}")
+    lines.append(f"  frames sent {link['frames_sent']}, delivered {link['frames_delivered']}, "
+                 f"lost {link['lost']}, duplicated {link['duplicated']}, reordered "
+                 f"{link['reordered']}, flushes {link['flushes']}")
     return "\n".join(lines)
 
 
@@ -115,9 +171,14 @@ def _run(args):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\n  written: {path}")
+    link = report["link"]
     ok = report["mismatches"] == 0 and report["dropped"] == 0
     if not ok:
         print("demo FAILED: frames differ from the golden model", file=sys.stderr)
+    if link["lost"] or link["duplicated"] or link["reordered"] or link["corrupted"]:
+        ok = False
+        print("demo FAILED: the link lost, duplicated, reordered or altered frames",
+              file=sys.stderr)
     return 0 if ok else 1
 
 

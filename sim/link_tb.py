@@ -7,25 +7,34 @@ direction's :class:`Scoreboard` records what was offered and what arrived; :func
 turns that into the figures the issue asks for (``lost``, ``duplicated``, ``reordered``).
 """
 
-import random
+import collections
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.utils import get_sim_time
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from ethlink.rtl.link.llr_tx import TxState
+from ethlink.rtl.wire import LLR_PAYLOAD, LcwType
+from ethlink.sim.models.mac import RxFrame, RxLcw, decode_xgmii, frame_words, lcw_word
+from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 
 from ethlink.sim.models.channel import threshold_for_ber
 from ethlink.sim.tb import axis_sink, axis_source, start
 
-__all__ = ["LINE_BITS", "tagged_body", "Scoreboard", "Direction", "setup_pair", "set_ber",
-           "counter", "run_traffic"]
+__all__ = ["LINE_BITS", "SEQ_MOD", "Partner", "tagged_body", "Scoreboard", "Direction", "setup_pair", "set_ber",
+           "counter", "state_report", "run_traffic", "seq_of", "bring_up"]
 
 #: Bits of one XGMII word on the line (64 data + 8 control flags), the channel's width.
 LINE_BITS = 72
 _TAG_OCTETS = 4
+SEQ_MOD = 1 << 20
 
 
-def tagged_body(rng, index, max_octets):
-    """A frame body of 4 … ``max_octets`` octets whose first four octets are ``index``."""
-    length = rng.choice([rng.randint(_TAG_OCTETS, 64), rng.randint(_TAG_OCTETS, max_octets)])
+def tagged_body(rng, index, max_octets, fixed=False):
+    """A frame body whose first four octets are ``index``: ``max_octets`` long if ``fixed``,
+    else 4 … ``max_octets`` octets (half of them at most 64)."""
+    length = max_octets if fixed else rng.choice([rng.randint(_TAG_OCTETS, 64),
+                                                  rng.randint(_TAG_OCTETS, max_octets)])
     return index.to_bytes(_TAG_OCTETS, "big") + rng.randbytes(length - _TAG_OCTETS)
 
 
@@ -42,7 +51,14 @@ class Scoreboard:
             self.corrupted += 1
         self.received.append(index)
 
-    def verdict(self):
+    def verdict(self, indices=None):
+        """Loss, duplication and reordering among the frames ``indices`` (default: all)."""
+        if indices is not None:
+            wanted = set(indices)
+            part = Scoreboard()
+            part.sent = {i: body for i, body in self.sent.items() if i in wanted}
+            part.received = [i for i in self.received if i in wanted]
+            return part.verdict()
         seen = set()
         duplicated = reordered = 0
         newest = -1
@@ -65,6 +81,7 @@ class Direction:
     ``receiver``'s output, and its scoreboard."""
     def __init__(self, dut, sender, receiver, rng, idle=0.0, backpressure=0.0):
         self.dut = dut
+        self.arrivals = []       # sim time (ns) of each frame's arrival
         self.source = axis_source(dut, f"s_axis_{sender}", rng, idle)
         self.sink = axis_sink(dut, f"m_axis_{receiver}", rng, backpressure)
         self.score = Scoreboard()
@@ -74,11 +91,12 @@ class Direction:
     async def _collect(self):
         while True:
             frame = await self.sink.recv()
+            self.arrivals.append(get_sim_time("ns"))
             self.score.arrived(bytes(frame.tdata))
 
-    async def send(self, rng, count, max_octets, first_index=0):
+    async def send(self, rng, count, max_octets, first_index=0, fixed=False):
         for index in range(first_index, first_index + count):
-            body = tagged_body(rng, index, max_octets)
+            body = tagged_body(rng, index, max_octets, fixed)
             self.score.sent[index] = body
             self.octets += len(body)
             await self.source.send(body)
@@ -87,9 +105,10 @@ class Direction:
         return len(set(self.score.received))
 
 
-def set_ber(dut, line, ber, injectors=4):
-    """Set line ``line`` ("ab" or "ba") to raw bit error rate ``ber`` (per line bit)."""
-    getattr(dut, f"{line}_error_threshold").value = threshold_for_ber(ber, LINE_BITS, injectors)
+def set_ber(dut, line, ber, width=LINE_BITS, injectors=4):
+    """Set line ``line`` ("ab" or "ba") of ``width`` bits per beat (72: an XGMII word; 80:
+    eight FEC symbols) to raw bit error rate ``ber`` (per line bit)."""
+    getattr(dut, f"{line}_error_threshold").value = threshold_for_ber(ber, width, injectors)
 
 
 async def setup_pair(dut, seed=1, ber=0.0, replay_timeout=0):
@@ -113,14 +132,114 @@ def counter(dut, name):
     return int(getattr(dut, name).value)
 
 
-async def run_traffic(dut, directions, rng, frames, max_octets, timeout_cycles):
-    """Send ``frames`` frames in each direction and wait until each has delivered all of them
-    (or ``timeout_cycles`` pass); returns the cycles it took."""
-    begin = 0
+def state_report(dut):
+    """States and the LLR counters of both ends, for a failure message."""
+    names = ("tx_state", "rx_state", "failed", "rtt", "count_frames_sent",
+             "count_frames_replayed", "count_replays", "count_timeouts", "count_flushes",
+             "count_inits_sent", "count_inits_received", "count_out_of_window",
+             "count_nacks_sent", "count_nacks_received", "count_acks_sent",
+             "count_acks_received", "count_frames_received", "count_bad_frames",
+             "count_duplicates", "count_seq_errors", "count_discarded", "count_overflows",
+             "count_mac_tx_underruns", "count_mac_tx_aborts", "count_mac_rx_bad_starts",
+             "count_mac_rx_truncated")
+    return "; ".join(f"{end}: " + ", ".join(
+        f"{n.removeprefix('count_')}={counter(dut, f'{end}_{n}')}" for n in names)
+        for end in "ab")
+
+
+async def run_traffic(dut, directions, rng, frames, max_octets, timeout_cycles,
+                      first_index=0, fixed=False):
+    """Send frames ``first_index`` … ``first_index + frames − 1`` in each direction and wait
+    until each has delivered as many frames (or ``timeout_cycles`` pass); returns the cycles it
+    took, or ``None`` on timeout. Arrivals are counted, not checked: the scoreboard's verdict
+    tells whether they were the right ones."""
     for direction in directions:
-        cocotb.start_soon(direction.send(rng, frames, max_octets))
+        cocotb.start_soon(direction.send(rng, frames, max_octets, first_index, fixed))
     for cycle in range(timeout_cycles):
         await RisingEdge(dut.clk)
-        if all(d.delivered() >= frames for d in directions):
-            return cycle + 1 - begin
+        if all(len(d.score.received) >= first_index + frames for d in directions):
+            return cycle + 1
     return None
+
+
+class Partner:
+    """Drives ``rxd``/``rxc`` from a queue of words (idle when empty) and records ``txd``/
+    ``txc`` with the cycle of each word."""
+    def __init__(self, dut, counter):
+        self.dut = dut
+        self.counter = counter
+        self.queue = collections.deque()
+        self.sent_at = []          # (cycle the word is on rxd, word)
+        self.tx = []               # (cycle, XgmiiWord)
+        dut.rxd.value = IDLE_WORD.data
+        dut.rxc.value = IDLE_WORD.ctrl
+        cocotb.start_soon(self._drive())
+        cocotb.start_soon(self._watch())
+
+    async def _drive(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            word = self.queue.popleft() if self.queue else IDLE_WORD
+            self.dut.rxd.value = word.data
+            self.dut.rxc.value = word.ctrl
+            self.sent_at.append((self.counter.now, word))
+
+    async def _watch(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            await ReadOnly()
+            self.tx.append((self.counter.now,
+                            XgmiiWord(int(self.dut.txd.value), int(self.dut.txc.value))))
+
+    def send_words(self, words):
+        self.queue.extend(words)
+
+    def send_lcw(self, lcw_type, seq=0, nonce=0, payload=None):
+        if payload is None:
+            payload = LLR_PAYLOAD.to_int(seq=seq % SEQ_MOD, nonce=nonce)
+        self.queue.append(lcw_word(lcw_type, payload))
+
+    def send_frame(self, body, seq, gap=2):
+        words, _ = frame_words(body, seq)
+        self.queue.extend(words + [IDLE_WORD] * gap)
+
+    def events(self, since=0):
+        """What the end sent from cycle ``since`` on, decoded."""
+        return decode_xgmii([w for c, w in self.tx if c >= since])[0]
+
+    def lcws(self, lcw_type, since=0):
+        return [e for e in self.events(since) if isinstance(e, RxLcw) and e.type == lcw_type]
+
+    def frames(self, since=0):
+        return [e for e in self.events(since) if isinstance(e, RxFrame)]
+
+    async def idle(self):
+        while self.queue:
+            await RisingEdge(self.dut.clk)
+
+
+def seq_of(payload):
+    """The ``seq`` field of an LLR LCW payload."""
+    return LLR_PAYLOAD.from_int(payload)["seq"]
+
+
+async def bring_up(dut, replay_timeout=0):
+    """Reset a ``link_end``, answer its LLR_INIT as a partner would, and return
+    ``(cycle counter, partner)`` once it is in ADVANCE."""
+    dut.enable.value = 1
+    dut.replay_timeout.value = replay_timeout
+    dut.s_axis_lcw_tvalid.value = 0
+    counter = await start(dut)
+    partner = Partner(dut, counter)
+    for _ in range(200):
+        await RisingEdge(dut.clk)
+        inits = partner.lcws(LcwType.LLR_INIT)
+        if inits:
+            break
+    assert inits, "no LLR_INIT after reset"
+    assert seq_of(inits[0].payload) == 0 and inits[0].crc_ok
+    assert int(dut.tx_state.value) == TxState.INIT.value
+    partner.send_lcw(LcwType.LLR_INIT_ECHO, payload=inits[0].payload)
+    await ClockCycles(dut.clk, 10)
+    assert int(dut.tx_state.value) == TxState.ADVANCE.value
+    return counter, partner

@@ -10,7 +10,10 @@ The register holds the algorithm's *internal* state (most significant bit first,
 output reflection and the output XOR); :meth:`OctetCrc.output` turns it into the CRC value.
 A receiver checks a frame with the residue property: running the register over the body and
 its CRC leaves :attr:`OctetCrc.residue` whatever the body, so the check does not need to know
-where the CRC octets are.
+where the CRC octets are. It does not need a matrix per octet count either: with the octets
+after the end of the message fed as zero octets (one fixed 8-octet matrix for every word), the
+register ends at :meth:`OctetCrc.residue_after_zeros` of the number of zero octets, one of a
+few constants (the step over a zero octet is invertible).
 """
 
 from amaranth.hdl import Cat, Const, Signal
@@ -57,6 +60,11 @@ class OctetCrc:
         params = self._raw(8)
         params._initial_crc = state
         return params.compute(list(octets))
+
+    def residue_after_zeros(self, octets):
+        """Register after the residue followed by ``octets`` zero octets: what a register fed
+        with zero octets in place of the ``octets`` octets after a good message holds."""
+        return self.update(self.residue, bytes(octets))
 
     def value(self, state):
         """CRC value of register ``state`` (output reflection and XOR applied)."""

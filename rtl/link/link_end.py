@@ -73,7 +73,7 @@ class LinkEnd(wiring.Component):
     by ``ethlink bench link``.
     """
     def __init__(self, *, buffer_octets=16384, buffer_frames=64, rx_buffer_octets=8192,
-                 replay_max=8, ack_every=8, ack_timer=32, ping_interval=1024, ifg=12,
+                 replay_max=8, ack_every=8, ack_timer=128, ping_interval=1024, ifg=12,
                  lcw_in_frame=1):
         self.params = dict(buffer_octets=buffer_octets, buffer_frames=buffer_frames,
                            rx_buffer_octets=rx_buffer_octets, replay_max=replay_max,

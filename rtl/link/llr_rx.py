@@ -7,7 +7,7 @@ or ``ack_timer`` cycles; on a bad FCS, a missing frame or an out-of-order seq it
 LLR_NACK carrying the last good seq, then discards everything until the expected seq arrives.
 """
 
-from amaranth.hdl import Module, Signal, Mux
+from amaranth.hdl import Module, Signal
 from amaranth.lib import enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -95,7 +95,7 @@ class LlrRx(wiring.Component):
                 "count_acks_sent", "count_duplicates", "count_seq_errors", "count_discarded",
                 "count_overflows", "count_unsequenced", "count_inits_received")
 
-    def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=32):
+    def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=128):
         self.buffer_words = check_buffer_octets(buffer_octets) // MAC_BEAT_OCTETS
         self.ack_every = check_ack_every(ack_every)
         self.ack_timer = check_ack_timer(ack_timer)

@@ -8,13 +8,11 @@ NACKed seq; when its replay timer expires with frames outstanding it replays the
 LLR_INIT / LLR_INIT_ECHO; ACKs and NACKs outside the outstanding window are ignored and counted.
 """
 
-import enum as py_enum
-
-from amaranth.hdl import Module, Signal, Mux, Cat, unsigned
+from amaranth.hdl import Module, Signal, Mux, unsigned
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import ceil_log2, exact_log2
+from amaranth.utils import exact_log2
 
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import LLR_PAYLOAD, LcwType, MAX_BODY_OCTETS
@@ -28,9 +26,10 @@ __all__ = ["LlrTx", "TxState", "BufferWordLayout", "check_buffer_octets",
 MAX_FRAME_WORDS = -(-MAX_BODY_OCTETS // MAC_BEAT_OCTETS)
 #: Replay timer while the round trip is not known yet (``replay_timeout`` = 0, no PONG yet).
 DEFAULT_REPLAY_TIMEOUT = 4096
-#: Automatic replay timer: twice the measured round trip plus this margin (two longest frames
-#: in flight plus an ACK's wait at the receiver, see docs/link.md).
-AUTO_TIMEOUT_MARGIN = 2 * MAX_FRAME_WORDS + 64
+#: Automatic replay timer: twice the measured round trip plus this margin: two longest frames
+#: in flight, and the wait of an ACK at the receiver (its ``ack_timer``, 128 cycles by
+#: default, with room to spare), see docs/link.md.
+AUTO_TIMEOUT_MARGIN = 2 * MAX_FRAME_WORDS + 256
 TIMER_BITS = 20
 
 _SEQ_MOD = 1 << SEQ_BITS
@@ -99,9 +98,9 @@ class LlrTx(wiring.Component):
       writer one word behind. The upper layer must therefore offer a frame's beats without
       bubbles once its first beat is taken (a bubble starves the MAC, which aborts the frame;
       the receiver then asks for it again, so nothing is lost, but a replay is spent).
-    * **Space.** A new frame is taken only when ``buffer_frames`` is not reached and at least
-      one longest frame (:data:`MAX_FRAME_WORDS` words) is free, so a frame once started is
-      never stalled for room.
+    * **Space.** A new frame is taken only when fewer than ``buffer_frames`` − 1 frames are
+      held and at least one longest frame (:data:`MAX_FRAME_WORDS` words) + 1 word is free (the
+      check is registered, one cycle old), so a frame once started is never stalled for room.
     * **ACK** ``n`` (in window) frees every frame up to ``n``. **NACK** ``n`` (in window) frees
       them too and replays from ``n + 1``: the frame on the wire, if any, is cut by ``abort``
       (:class:`MacTx` ends it with ``/E/``) and the first replayed frame follows. The window is
@@ -213,7 +212,10 @@ class LlrTx(wiring.Component):
             start_of_head.addr.eq(head[:FW]),
             free_words.eq(Mux(head == nxt, W, (start_of_head.data - wr_addr)[:AW])),
         ]
-        room = (frames_held < F) & (free_words >= MAX_FRAME_WORDS)
+        # Registered, so `i.ready` comes from flops: one cycle stale, hence one word and one
+        # frame of margin (a cycle writes at most one word and completes at most one frame).
+        room = Signal()
+        m.d.sync += room.eq((frames_held < F - 1) & (free_words >= MAX_FRAME_WORDS + 1))
         m.d.comb += self.i.ready.eq(wr_in_frame | room)
         take = self.i.valid & self.i.ready
         m.d.comb += [
@@ -351,7 +353,9 @@ class LlrTx(wiring.Component):
         flush = Signal()
         m.d.comb += [
             restart.eq(jump & live | flush),
-            flush.eq(jump & live & jump_is_replay & (streak >= self.replay_max) & ~progress),
+            # From registers only: an ACK arriving in this very cycle does not save the link
+            # (it is one cycle late), but the path from a received LCW to `mac.valid` stays short.
+            flush.eq(jump & live & jump_is_replay & (streak >= self.replay_max)),
             start_of_target.addr.eq(jump_to[:FW]),
             # The MAC ignores it between frames, and cuts a frame it has started (even one
             # whose first beat it has not taken yet, as after its start word).
@@ -406,13 +410,13 @@ class LlrTx(wiring.Component):
                     m.d.sync += [init_pending.eq(1), init_payload.eq(expected_value)]
                 with m.If(is_echo & (lcw.payload.payload == expected_value)):
                     m.d.sync += [fsm_state.eq(TxState.ADVANCE), init_pending.eq(0),
-                                 timer.eq(0), streak.eq(0)]
+                                 timer.eq(0), streak.eq(0), self.failed.eq(0)]
         with m.If(~self.enable):
             m.d.sync += [fsm_state.eq(TxState.OFF), init_pending.eq(0)]
 
         m.d.comb += [
             self.state.eq(Mux(live & (send != sent_hi), TxState.REPLAY, fsm_state)),
-            self.failed.eq((fsm_state == TxState.FLUSH) | (fsm_state == TxState.INIT)
-                           & (counters["count_flushes"].value != 0)),
         ]
+        with m.If(flush):
+            m.d.sync += self.failed.eq(1)
         return m

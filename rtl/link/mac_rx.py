@@ -77,11 +77,13 @@ class MacRx(wiring.Component):
         ``lcw_crc_errors``, ``overruns``, ``lcw_overruns``. Saturating;
         ``count_octets`` catches up 1 cycle after ``count_frames``.
 
-    Latency: the first body word (the word after the start word) on ``rxd`` in cycle c → its
-    beat valid on ``o`` in cycle c + 2 (the MAC looks one word ahead to know which octets are
-    FCS). The last beat follows the ``/T/`` word by 1 cycle (2 cycles when the ``/T/`` word
-    itself holds body octets, ``/T/`` in lane 5…7). LCW word on ``rxd`` in cycle c →
-    ``lcw.valid`` in cycle c + 1.
+    Latency: a body word on ``rxd`` in cycle c → its beat valid on ``o`` in cycle c + 2 when it
+    is not the frame's last beat (the MAC looks one word ahead to know which octets are FCS).
+    The last beat (the one with ``last`` and ``user.error``) follows the ``/T/`` word by 2
+    cycles, whatever the lane of ``/T/``: the FCS check is pipelined (the CRC register takes
+    the ``/T/`` word in the first cycle, the check and the last beat are decided in the
+    second). A bad frame ended by any other word delivers its last beat 1 cycle after that
+    word. LCW word on ``rxd`` in cycle c → ``lcw.valid`` in cycle c + 1.
 
     Throughput: one XGMII word per cycle, every cycle, at any gap between frames (even none:
     ``/S/`` right after the ``/T/`` word); at most one ``o`` beat per cycle.
@@ -156,24 +158,42 @@ class MacRx(wiring.Component):
         state = Signal(range(3), name="state")
         limit = self._max + FCS_OCTETS
         cnt = Signal(range(limit + 17), name="frame_octets")      # body + FCS octets so far
+        no_room = Signal(name="frame_no_room")      # cnt + 8 > limit: a data word is too many
         crc = Signal(32, name="fcs_crc", init=fcs.initial)
         held = Signal(64, name="held_data")         # the last data word, not yet delivered
         held_valid = Signal(name="held_valid")
         delivered = Signal(name="delivered")        # a beat of this frame went out
         seq = Signal(20, name="frame_seq")
         seq_valid = Signal(name="frame_sequenced")
-        pend_valid = Signal(name="tail_pending")    # a last beat for the next cycle
-        pend_data = Signal(64, name="tail_data")
-        pend_keep = Signal(8, name="tail_keep")
-        pend_error = Signal(name="tail_error")
+        # Frame end, second stage: the /T/ word was on rxd in the previous cycle; its FCS check
+        # and the last beat are done now.
+        end_valid = Signal(name="end_valid")
+        end_lane = Signal(range(8), name="end_term_lane")
+        end_runt = Signal(name="end_runt")
+        end_too_long = Signal(name="end_too_long")
+        end_data = Signal(64, name="end_data")
+        end_keep = Signal(8, name="end_keep")
+        end_first = Signal(name="end_first")
 
         octets_en = Signal(name="octets_en")
         octets_add = Signal.like(cnt, name="octets_add")
+        end_octets = Signal.like(cnt, name="end_octets")
         m.d.sync += octets_en.eq(0)
         counters["octets"].add(m, octets_add, octets_en)
 
-        crc_next = fcs.select(m, crc, self.rxd, Mux(is_data, 8, t_lane), "fcs_next")
-        crc_ok = crc_next == fcs.residue
+        # The CRC register runs over every word of the frame as 8 octets, with the control lanes
+        # (those of the /T/ word from /T/ on) fed as zero octets: one fixed matrix, no octet count.
+        # After the /T/ word in lane t it holds A^(8-t)·R, where R is the register after the
+        # data octets (body and FCS) and A the register's step over one zero octet. A is
+        # invertible, so the frame is good exactly when it equals A^(8-t)·residue, a constant
+        # per lane t: the check is a compare with one of 8 constants, a cycle later.
+        lane_mask = Cat(*((~c[j]).replicate(8) for j in range(8)))
+        crc_next = fcs.next_state(m, crc, self.rxd & lane_mask, 8, "fcs_next")
+        crc_ok = Signal(name="fcs_ok")
+        with m.Switch(end_lane):
+            for t in range(8):
+                with m.Case(t):
+                    m.d.comb += crc_ok.eq(crc == fcs.residue_after_zeros(8 - t))
 
         # What goes on `o` next cycle.
         emit = Signal(name="emit")
@@ -194,51 +214,59 @@ class MacRx(wiring.Component):
             counters[counter].increment(m, 1)
             m.d.sync += [state.eq(IDLE), held_valid.eq(0)]
 
-        with m.If(pend_valid):
-            m.d.comb += [emit.eq(1), e_data.eq(pend_data), e_keep.eq(pend_keep), e_last.eq(1),
-                         e_error.eq(pend_error), e_first.eq(0)]
-        m.d.sync += pend_valid.eq(0)
+        # Second stage of a frame ended by /T/. In this cycle the frame state machine is between
+        # frames (at most on a new start word), so it delivers nothing itself.
+        with m.If(end_valid):
+            error = end_runt | end_too_long | ~crc_ok
+            counters["runts"].increment(m, end_runt)
+            counters["too_long"].increment(m, ~end_runt & end_too_long)
+            counters["fcs_errors"].increment(m, ~end_runt & ~end_too_long & ~crc_ok)
+            counters["frames"].increment(m, ~error)
+            # Registered first: keeps the octet adder off the FCS check's path.
+            m.d.sync += [octets_en.eq(~error), octets_add.eq(end_octets)]
+            m.d.comb += [emit.eq(1), e_data.eq(end_data), e_keep.eq(end_keep), e_last.eq(1),
+                         e_error.eq(error), e_first.eq(end_first)]
+        m.d.sync += end_valid.eq(0)
 
         with m.Switch(state):
             with m.Case(FRAME):
+                # The CRC register takes every word of the frame but LCWs (after a word that
+                # ends the frame, bad or not, its value no longer matters).
+                with m.If(~is_lcw):
+                    m.d.sync += crc.eq(crc_next)
                 with m.If(is_lcw):
                     pass        # Ref: spec §5 — the frame simply continues on the next word.
                 with m.Elif(is_data):
-                    with m.If(cnt + 8 > limit):
+                    with m.If(no_room):
                         end_bad("too_long")
                         m.d.sync += state.eq(DROP)
                     with m.Else():
                         with m.If(held_valid):
                             deliver(held, 0xFF, 0)
-                        m.d.sync += [cnt.eq(cnt + 8), crc.eq(crc_next), held.eq(self.rxd),
-                                     held_valid.eq(1)]
+                        m.d.sync += [cnt.eq(cnt + 8), no_room.eq(cnt + 16 > limit),
+                                     held.eq(self.rxd), held_valid.eq(1)]
                 with m.Elif(has_e):
                     end_bad("error_chars")
                 with m.Elif(is_term):
                     total = Signal.like(cnt, name="total_octets")
                     m.d.comb += total.eq(cnt + t_lane)
-                    runt = total < FCS_OCTETS
-                    too_long = total > limit
-                    error = runt | too_long | ~crc_ok
-                    counters["runts"].increment(m, runt)
-                    counters["too_long"].increment(m, ~runt & too_long)
-                    counters["fcs_errors"].increment(m, ~runt & ~too_long & ~crc_ok)
-                    counters["frames"].increment(m, ~error)
-                    # Registered first: keeps the octet adder off the FCS check's path.
-                    m.d.sync += [octets_en.eq(~error), octets_add.eq(total - FCS_OCTETS)]
+                    # First stage: the CRC over the /T/ word, the length checks and the last
+                    # beat's octets; the FCS check and the last beat follow next cycle.
+                    m.d.sync += [end_valid.eq(1), end_lane.eq(t_lane),
+                                 end_runt.eq(total < FCS_OCTETS), end_too_long.eq(total > limit),
+                                 end_octets.eq(total - FCS_OCTETS)]
                     m.d.sync += [state.eq(IDLE), held_valid.eq(0)]
-                    with m.If(held_valid):
-                        with m.If(t_lane <= 4):
-                            # The held word is the last beat: t + 4 of its octets are body.
-                            deliver(held, count_to_keep(t_lane + 4, 8), 1, error)
-                        with m.Else():
-                            deliver(held, 0xFF, 0)
-                            m.d.sync += [pend_valid.eq(1), pend_data.eq(self.rxd),
-                                         pend_keep.eq(count_to_keep(t_lane - 4, 8)),
-                                         pend_error.eq(error)]
+                    with m.If(held_valid & (t_lane <= 4)):
+                        # The held word is the last beat: t + 4 of its octets are body.
+                        m.d.sync += [end_data.eq(held), end_keep.eq(count_to_keep(t_lane + 4, 8)),
+                                     end_first.eq(~delivered)]
                     with m.Else():
-                        deliver(self.rxd, Mux(t_lane >= 4, count_to_keep(t_lane - 4, 8), 0),
-                                1, error)
+                        with m.If(held_valid):
+                            deliver(held, 0xFF, 0)
+                        m.d.sync += [end_data.eq(self.rxd),
+                                     end_keep.eq(Mux(t_lane >= 4, count_to_keep(t_lane - 4, 8),
+                                                     0)),
+                                     end_first.eq(~held_valid & ~delivered)]
                 with m.Else():
                     end_bad("truncated")
             with m.Case(DROP):
@@ -248,7 +276,8 @@ class MacRx(wiring.Component):
         # A word holding /S/ anywhere: a new frame or a bad start, after whatever it ended.
         with m.If(has_s):
             with m.If(good_start):
-                m.d.sync += [state.eq(FRAME), cnt.eq(0), crc.eq(fcs.initial),
+                m.d.sync += [state.eq(FRAME), cnt.eq(0), no_room.eq(8 > limit),
+                             crc.eq(fcs.initial),
                              held_valid.eq(0), delivered.eq(0),
                              seq.eq(Mux(sequenced, Cat(d[6], d[5], d[4][0:4]), 0)),
                              seq_valid.eq(sequenced)]

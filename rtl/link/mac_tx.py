@@ -79,10 +79,12 @@ class MacTx(wiring.Component):
       ``lcw_in_frame`` it is also sent between two words of a frame (never two in a row inside
       a frame), so it waits at most one word.
     * Producer contract: once a frame's first beat is taken, its other beats are offered every
-      cycle ``i.ready`` is high (``i.ready`` is low only for the start word, an in-frame LCW
-      word and the FCS spill word). A missing beat (underrun) ends the frame with the abort
-      word (``/E/ /T/ /I/ …``, all control), counts ``count_underruns``, and the rest of that
-      frame's beats up to ``last`` are taken and thrown away.
+      cycle ``i.ready`` is high. The first beat is taken in the cycle the start word is chosen;
+      between the first and the last beat ``i.ready`` is low only for an in-frame LCW word;
+      after the last beat it is low for the tail word (and the FCS spill word, if any) and the
+      gap. A missing beat (underrun) ends the frame with the abort word (``/E/ /T/ /I/ …``, all
+      control) in place of the beat that was due, counts ``count_underruns``, and the rest of
+      that frame's beats up to ``last`` are taken and thrown away.
     * ``abort`` ends the frame on the wire with the abort word (``count_aborts``); the next beat
       on ``i`` is the first beat of a new frame. While ``abort`` is high no beat is taken and no
       frame starts. When ``in_frame`` is low it has no other effect.
@@ -107,9 +109,11 @@ class MacTx(wiring.Component):
         ``count_octets`` catches up 1 cycle after ``count_frames``.
 
     Latency: a first beat offered while the MAC is idle, the gap is met and no LCW is waiting
-    gives the ``/S/`` word on ``txd`` 1 cycle later; the beat is taken in the next cycle and
-    its data word is on ``txd`` 1 cycle after that. ``abort`` → abort word on ``txd``: 1 cycle.
-    ``lcw`` offered between frames → LCW word on ``txd``: 1 cycle.
+    is taken at once and gives the ``/S/`` word on ``txd`` 1 cycle later; every beat's word
+    (for the last beat, the word holding its octets) is on ``txd`` 2 cycles after the beat is
+    taken (the beat waits one cycle in a register, so that the FCS is finished from registers
+    in the second cycle). ``abort`` (or the cycle of a missing beat) → abort word on ``txd``:
+    1 cycle. ``lcw`` offered between frames → LCW word on ``txd``: 1 cycle.
 
     Throughput: full line rate. A frame of L body octets takes exactly
     1 + ceil((L + 5) / 8) words up to and including its ``/T/`` word, then the gap
@@ -145,21 +149,26 @@ class MacTx(wiring.Component):
         ctl = lambda code: (Const(code, 8), 1)
 
         # --- registers ---
-        IDLE, FRAME, SPILL, DISCARD = range(4)
-        state = Signal(range(4), name="state")
-        crc = Signal(32, name="fcs_crc", init=fcs.initial)
+        # Two stages: a beat is taken in the cycle its word (or, for the first beat, the start
+        # word) is chosen and waits one cycle in `stage_data`; the CRC register is advanced over
+        # it in that same cycle. The last beat's tail words are built one cycle later from
+        # registers only (the body octets in `stage_data`, their count in `stage_octets`, the
+        # finished CRC in `crc_last`), so no path runs from the CRC trees into the output word.
+        IDLE, FRAME, TAIL, SPILL, DISCARD = range(5)
+        state = Signal(range(5), name="state")
+        crc = Signal(32, name="fcs_crc", init=fcs.initial)     # after the full beats taken
+        crc_last = Signal(32, name="fcs_last")      # after the whole body (last beat taken)
         gap_left = Signal(range(gap_words(0, MAX_IFG) + 2), name="gap_left")
         prev_lcw = Signal(name="prev_lcw")   # the word on txd is an LCW word
-        frame_len = Signal(16, name="frame_len")  # body octets sent of the current frame
-        spill_data = Signal(64, name="spill_data")
-        spill_ctrl = Signal(8, name="spill_ctrl")
-        spill_gap = Signal.like(gap_left, name="spill_gap")
+        frame_len = Signal(16, name="frame_len")  # body octets taken of the current frame
+        stage_data = Signal(64, name="stage_data")          # the beat taken, not yet sent
+        stage_octets = Signal(range(9), name="stage_octets")  # its octet count (last beat)
         # The octet count is added one cycle late: keeps its adder off the word path.
         octets_en = Signal(name="octets_en")
         octets_add = Signal.like(frame_len, name="octets_add")
         m.d.sync += octets_en.eq(0)
         counters["octets"].add(m, octets_add, octets_en)
-        m.d.comb += self.in_frame.eq((state == FRAME) | (state == SPILL))
+        m.d.comb += self.in_frame.eq((state == FRAME) | (state == TAIL) | (state == SPILL))
 
         # --- the candidate words ---
         seq = beat.user.seq
@@ -176,18 +185,30 @@ class MacTx(wiring.Component):
         abort_d, abort_c = _word([ctl(XgmiiControl.ERROR), ctl(XgmiiControl.TERMINATE)]
                                  + [ctl(XgmiiControl.IDLE)] * 6)
 
-        # Last beat of n octets: body[0:n], FCS, /T/, /I/... over one word (n <= 3) or two.
+        # Stage 1: the CRC over the beat being taken: 8 octets (one fixed matrix) for the
+        # running register, n octets (one of 8 matrices for 0…7, else the 8-octet tree) for the
+        # last beat's own register.
         n = Signal(range(9), name="beat_octets")
         m.d.comb += n.eq(keep_count(beat.keep, 8))
-        crc_next = fcs.select(m, crc, beat.data, n, "fcs_next")
+        crc_full = fcs.next_state(m, crc, beat.data, 8, "fcs_full")
+        crc_end = Signal(32, name="fcs_end")
+        with m.Switch(n):
+            for count in range(8):
+                with m.Case(count):
+                    m.d.comb += crc_end.eq(fcs.next_state(m, crc, beat.data, count, "fcs_end"))
+            with m.Default():
+                m.d.comb += crc_end.eq(crc_full)        # a full last beat: the 8-octet tree
+
+        # Stage 2: last beat of n octets (registered): body[0:n], FCS, /T/, /I/... over one word
+        # (n <= 3) or two (the second one is the FCS spill word).
         fcs_value = Signal(32, name="fcs_value")
-        m.d.comb += fcs_value.eq(fcs.output(crc_next))
+        m.d.comb += fcs_value.eq(fcs.output(crc_last))
         tail_d = [Signal(64, name=f"tail{k}_data") for k in range(2)]
         tail_c = [Signal(8, name=f"tail{k}_ctrl") for k in range(2)]
         tail_gap = Signal.like(gap_left, name="tail_gap")
-        body_octets = [beat.data[8 * j:8 * j + 8] for j in range(8)]
+        body_octets = [stage_data[8 * j:8 * j + 8] for j in range(8)]
         fcs_octets = [fcs_value[8 * j:8 * j + 8] for j in range(4)]
-        with m.Switch(n):
+        with m.Switch(stage_octets):
             for count in range(9):
                 with m.Case(count):
                     # Ref: spec §4, §5 — the FCS follows the body, /T/ follows the FCS.
@@ -214,14 +235,26 @@ class MacTx(wiring.Component):
             m.d.sync += prev_lcw.eq(1)
             counters["lcws"].increment(m, 1)
 
+        def take(first):
+            # Stage 1: take the beat on `i`; it goes on the wire next cycle (or its tail does).
+            m.d.comb += self.i.ready.eq(1)
+            m.d.sync += [crc.eq(crc_full), crc_last.eq(crc_end),
+                         stage_data.eq(beat.data), stage_octets.eq(n),
+                         frame_len.eq((0 if first else frame_len) + n),
+                         state.eq(Mux(beat.last, TAIL, FRAME))]
+
         def end_frame(gap):
-            m.d.sync += [state.eq(IDLE), gap_left.eq(gap)]
+            # The CRC register is back at its initial value for the next frame's first beat,
+            # which may be taken in the very next cycle.
+            m.d.sync += [state.eq(IDLE), gap_left.eq(gap), crc.eq(fcs.initial),
+                         octets_en.eq(1), octets_add.eq(frame_len)]
+            counters["frames"].increment(m, 1)
 
         def send_abort(counter):
             send(abort_d, abort_c)
             counters[counter].increment(m, 1)
             # Ref: spec §5 — the abort word's /T/ is in lane 1; the gap counts from it.
-            m.d.sync += gap_left.eq(gap_words(1, self._ifg))
+            m.d.sync += [gap_left.eq(gap_words(1, self._ifg)), crc.eq(fcs.initial)]
 
         m.d.sync += prev_lcw.eq(0)
         with m.Switch(state):
@@ -232,14 +265,16 @@ class MacTx(wiring.Component):
                 with m.If(self.lcw.valid & ~(startable & prev_lcw)):
                     send_lcw()
                 with m.Elif(startable):
+                    # The start word goes out while the first beat waits in the stage.
                     send(start_d, start_c)
-                    m.d.sync += [state.eq(FRAME), crc.eq(fcs.initial), frame_len.eq(0)]
+                    take(first=True)
                 with m.If(state == DISCARD):
                     # Rest of an underrun frame: take and drop its beats up to `last`.
                     m.d.comb += self.i.ready.eq(~self.abort)
                     with m.If(self.abort | (self.i.valid & beat.last)):
                         m.d.sync += state.eq(IDLE)
             with m.Case(FRAME):
+                # `stage_data` holds a body beat that is not the last one.
                 with m.If(self.abort):
                     send_abort("aborts")
                     m.d.sync += state.eq(IDLE)
@@ -247,24 +282,27 @@ class MacTx(wiring.Component):
                     with m.Elif(self.lcw.valid & ~prev_lcw):
                         send_lcw()
                 with m.Elif(self.i.valid):
-                    m.d.comb += self.i.ready.eq(1)
-                    with m.If(~beat.last):
-                        send(beat.data, 0)
-                        m.d.sync += [crc.eq(crc_next), frame_len.eq(frame_len + 8)]
-                    with m.Else():
-                        send(tail_d[0], tail_c[0])
-                        with m.If(n >= 4):
-                            m.d.sync += [state.eq(SPILL), spill_data.eq(tail_d[1]),
-                                         spill_ctrl.eq(tail_c[1]), spill_gap.eq(tail_gap),
-                                         frame_len.eq(frame_len + n)]
-                        with m.Else():
-                            end_frame(tail_gap)
-                            counters["frames"].increment(m, 1)
-                            m.d.sync += [octets_en.eq(1), octets_add.eq(frame_len + n)]
+                    send(stage_data, 0)
+                    take(first=False)
                 with m.Else():
-                    # Underrun: the producer broke its contract; the frame cannot go on.
+                    # Underrun: the producer broke its contract; the frame cannot go on (the
+                    # staged beat is dropped, the abort word goes out in its place).
                     send_abort("underruns")
                     m.d.sync += state.eq(DISCARD)
+            with m.Case(TAIL):
+                # `stage_data` holds the last beat, `crc` the finished CRC.
+                with m.If(self.abort):
+                    send_abort("aborts")
+                    m.d.sync += state.eq(IDLE)
+                if self._lcw_in_frame:
+                    with m.Elif(self.lcw.valid & ~prev_lcw):
+                        send_lcw()
+                with m.Else():
+                    send(tail_d[0], tail_c[0])
+                    with m.If(stage_octets >= 4):
+                        m.d.sync += state.eq(SPILL)
+                    with m.Else():
+                        end_frame(tail_gap)
             with m.Case(SPILL):
                 with m.If(self.abort):
                     send_abort("aborts")
@@ -273,10 +311,8 @@ class MacTx(wiring.Component):
                     with m.Elif(self.lcw.valid & ~prev_lcw):
                         send_lcw()
                 with m.Else():
-                    send(spill_data, spill_ctrl)
-                    end_frame(spill_gap)
-                    counters["frames"].increment(m, 1)
-                    m.d.sync += [octets_en.eq(1), octets_add.eq(frame_len)]
+                    send(tail_d[1], tail_c[1])
+                    end_frame(tail_gap)
 
         m.d.sync += [self.txd.eq(word_d), self.txc.eq(word_c)]
         return m
