@@ -8,6 +8,7 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..config import check_int_range
 from ..stream import SaturatingCounter, COUNTER_WIDTH
 from ..wire import LcwType
 from .layouts import LcwLayout, LCW_PAYLOAD_BITS
@@ -18,10 +19,7 @@ RTT_BITS = 16
 
 
 def check_ping_interval(value):
-    if not isinstance(value, int) or isinstance(value, bool) or not 16 <= value <= 1 << 20:
-        raise ValueError(f"ping_interval must be an integer from 16 to 2^20 cycles, "
-                         f"not {value!r}")
-    return value
+    return check_int_range("ping_interval", value, 16, 1 << 20)
 
 
 class LcwArbiter(wiring.Component):

@@ -13,6 +13,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..config import check_int_range
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import LcwLayout, MacRxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
@@ -31,15 +32,11 @@ class RxState(enum.Enum, shape=2):
 
 
 def check_ack_every(value):
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 255:
-        raise ValueError(f"ack_every must be an integer from 1 to 255, not {value!r}")
-    return value
+    return check_int_range("ack_every", value, 1, 255)
 
 
 def check_ack_timer(value):
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 65535:
-        raise ValueError(f"ack_timer must be an integer from 1 to 65535, not {value!r}")
-    return value
+    return check_int_range("ack_timer", value, 1, 65535)
 
 
 class LlrRx(wiring.Component):

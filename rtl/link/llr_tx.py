@@ -14,6 +14,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..config import check_int_range
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import LLR_PAYLOAD, LcwType, MAX_BODY_OCTETS
 from .layouts import LcwLayout, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
@@ -76,7 +77,7 @@ def check_buffer_frames(frames):
 
 
 def check_replay_max(value):
-    return _check("replay_max", value, lambda v: 1 <= v <= 255, "an integer from 1 to 255")
+    return check_int_range("replay_max", value, 1, 255)
 
 
 def seq_in_window(seq, low, high):

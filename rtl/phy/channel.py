@@ -28,6 +28,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from ..config import check_int_range
 from ..stream import SaturatingCounter, COUNTER_WIDTH
 
 __all__ = ["LinkChannel", "LineBeatLayout", "DelayLine", "RandomBitErrors", "BurstErrors",
@@ -48,22 +49,16 @@ SEED_HI = 0x9E3779B9
 SEED_LO = 0x7F4A7C15
 
 
-def _check_range(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}, not {value!r}")
-    return value
-
-
 def check_width(width):
-    return _check_range("width", width, 1, MAX_WIDTH)
+    return check_int_range("width", width, 1, MAX_WIDTH)
 
 
 def check_max_delay(max_delay):
-    return _check_range("max_delay", max_delay, 1, MAX_DELAY)
+    return check_int_range("max_delay", max_delay, 1, MAX_DELAY)
 
 
 def check_injectors(injectors):
-    return _check_range("injectors", injectors, 1, MAX_INJECTORS)
+    return check_int_range("injectors", injectors, 1, MAX_INJECTORS)
 
 
 class LineBeatLayout(data.StructLayout):
