@@ -11,6 +11,10 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
 * ``link``: MAC and link-end latencies, the LLR replay reaction, goodput against the raw bit
   error rate with and without the FEC (every frame checked: lost, duplicated, reordered),
   replay-buffer sizing, and the ECP5 figures of one link end.
+* ``cbfc``: credit-based flow control per VC (spec §8): throughput against the credits
+  advertised at several line delays, the knee beside the bandwidth-delay product, credit
+  stalls, the overhead of CREDIT_UPDATE/SYNC, loss and overflow checks, and the ECP5 figures of
+  one CBFC link end.
 """
 
 import json
@@ -19,8 +23,8 @@ from pathlib import Path
 
 from .toolchain import build_cache_dir
 
-__all__ = ["bench_forwarding", "bench_fec", "bench_link", "codeword_error_rate",
-           "replay_buffer_octets", "register"]
+__all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "codeword_error_rate",
+           "replay_buffer_octets", "cbfc_credit_loop", "register"]
 
 BEAT_WIDTHS = (8, 16, 32, 64)
 
@@ -311,13 +315,212 @@ def _link_table(result):
     return "\n".join(lines)
 
 
-BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link}
-TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table}
+#: Line delays (cycles) and credits advertised per VC of the CBFC throughput sweep: from a
+#: single frame in flight to the whole 8 KiB receive buffer, around each delay's knee.
+CBFC_DELAYS = (8, 64, 256)
+CBFC_CREDITS = (8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128)
+#: Frame body of the sweep: five 64-octet credits per frame.
+CBFC_BODY_OCTETS = 256
+#: The knee: the fewest credits reaching this fraction of the delay's best throughput.
+CBFC_KNEE = 0.95
+
+
+def _framed_words(body_octets, ifg=12):
+    """Line words one frame of ``body_octets`` takes: start word to /T/, and the gap."""
+    from .sim.models.mac import frame_words, gap_words
+    words, t_lane = frame_words(bytes(body_octets))
+    return len(words) + gap_words(t_lane, ifg)
+
+
+def cbfc_credit_loop(rtt_cycles, frame_words, update_threshold, credit_size):
+    """Cycles a credit takes to come back to the sender while frames of ``frame_words`` line
+    words stream at the line rate (see :func:`bench_cbfc`)."""
+    return rtt_cycles + 3 * frame_words + update_threshold * credit_size // 8
+
+
+def cbfc_bdp_credits(rtt_cycles, frame_words, credit_size):
+    """The credits that cover the credit loop when the update threshold is an eighth of the
+    credits (the automatic threshold): the fixed point of
+    ``c = (rtt + 3 * frame_words + c / 8 * credit_size / 8) * 8 / credit_size``."""
+    import math
+    return math.ceil((rtt_cycles + 3 * frame_words) * 8 / credit_size * 8 / 7)
+
+
+def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, delays=None,
+               credits=None, body_octets=CBFC_BODY_OCTETS):
+    """Throughput of one VC against the credits its receiver advertises, at several line
+    delays, on ``cbfc_pair`` (built with ``CBFC_PAIR_PARAMS``, the build the CBFC tests use).
+
+    Each (delay, credits) point is a fresh reset: VC 0 from A to B saturated with
+    ``body_octets`` bodies, B's consumer never paused, measured over a window of ``frames``
+    frame times at the line rate once the credit loop runs steadily (sim/cbfc_bench.py).
+    Throughput is body octets per cycle / 8, i.e. a fraction of the line rate (one XGMII word
+    per cycle); the best point is the clean-line maximum (the MAC's framing limit less the
+    words LCWs take in frames), against which ``throughput_fraction_of_best`` is given.
+
+    The knee of a delay is the fewest credits reaching :data:`CBFC_KNEE` of that delay's best
+    throughput. Beside it the bandwidth-delay product in credits, ``ceil(loop * 8 /
+    credit_size)``, where ``loop`` is what a credit takes to come back to the sender
+    (:func:`cbfc_credit_loop`):
+
+    * ``rtt``: the link round trip measured by PING (``a_rtt``): both line delays and the
+      MAC/LLR pipelines an LCW crosses out and back (the CREDIT_UPDATE's way back is the same);
+    * ``3 * frame_words``: a frame's credits are taken when it starts and freed when its last
+      beat leaves B's CBFC receive buffer: one frame time to put it on the line, one in the
+      LLR receive buffer (store and forward) and one in the CBFC receive buffer (store and
+      forward, then drained at one beat per cycle);
+    * ``update_threshold * credit_size / 8``: a CREDIT_UPDATE goes out once the limit moved by
+      ``update_threshold`` credits (automatic: an eighth of the credits advertised), so freed
+      credits wait for up to that many credits' worth of line time. With the threshold an
+      eighth of the credits, the product is the fixed point of the loop
+      (:func:`cbfc_bdp_credits`).
+
+    A frame costs ``ceil((body + 4) / credit_size)`` credits, more credit octets than line
+    octets (5 credits, 320 octets, for a 256-octet body taking 280 on the line), so the knee
+    sits somewhat above this product; ``bdp_credits_framed`` counts the loop in whole frames
+    at their cost instead.
+
+    ``stall_cycles`` counts the cycles VC 0 had a frame queued and no credits for it. Past the
+    knee these are not idle line time: CbfcTx hands frames to the LLR at one beat per cycle,
+    faster than the line takes them (start word, gap, LCWs), so granted frames pile up in the
+    LLR's transmit buffer until the credits run out, and the line stays busy.
+
+    The credit LCWs of the A → B direction are B's CREDIT_UPDATEs and A's CREDIT_SYNCs (every
+    VC's, periodic ones included), each one 8-octet line word: ``update_overhead_octets_per_s``
+    at ``clock_mhz``, and ``update_overhead_fraction`` of one line's rate.
+    """
+    import math
+
+    from .sim.cbfc_tb import CBFC_PAIR_PARAMS
+    from .sim.runner import run_bench
+
+    delays = tuple(CBFC_DELAYS if delays is None else delays)
+    credits = tuple(CBFC_CREDITS if credits is None else credits)
+    credit_size = CBFC_PAIR_PARAMS["credit_size"]
+    threshold = CBFC_PAIR_PARAMS.get("update_threshold") or 0   # 0: credits / 8 per point
+    frame_words = _framed_words(body_octets)
+    cost = -(-(body_octets + 4) // credit_size)
+    scenario = {"seed": 1, "body_octets": body_octets,
+                "points": [[d, c] for d in delays for c in credits],
+                "window_cycles": frames * frame_words}
+    runs = run_bench("cbfc_pair", "ethlink.sim.cbfc_bench", CBFC_PAIR_PARAMS,
+                     scenario=scenario, prefix="bench-cbfc-")
+    points = [runs[f"{d}/{c}"] for d in delays for c in credits]
+    best = max(p["goodput"] for p in points)
+    seconds = 1e-6 / clock_mhz
+
+    def by_point(value):
+        return {d: {c: value(runs[f"{d}/{c}"]) for c in credits} for d in delays}
+
+    result = {
+        "body_octets": body_octets, "credit_size": credit_size, "frame_cost_credits": cost,
+        "vcs": CBFC_PAIR_PARAMS["vcs"],
+        "frame_words": frame_words, "update_threshold": threshold,
+        "update_period": CBFC_PAIR_PARAMS["update_period"],
+        "sync_period": CBFC_PAIR_PARAMS["sync_period"],
+        "window_cycles": scenario["window_cycles"], "clock_mhz": clock_mhz,
+        "framing_limit": round(body_octets / (8 * frame_words), 4),
+        "best_throughput": round(best, 4),
+        "throughput_by_credits": by_point(lambda p: round(p["goodput"], 4)),
+        "throughput_fraction_of_best": by_point(lambda p: round(p["goodput"] / best, 4)),
+        "stall_cycles": by_point(lambda p: p["stall_cycles"]),
+        "update_lcws": by_point(lambda p: p["updates_sent"] + p["syncs_sent"]),
+        "update_overhead_octets_per_s": by_point(
+            lambda p: round(8 * (p["updates_sent"] + p["syncs_sent"])
+                            / (p["window_cycles"] * seconds))),
+        "update_overhead_fraction": by_point(
+            lambda p: round((p["updates_sent"] + p["syncs_sent"]) / p["window_cycles"], 5)),
+        "rtt_cycles": {}, "credit_loop_cycles": {}, "bdp_credits": {},
+        "bdp_credits_framed": {}, "knee_credits": {},
+    }
+    for d in delays:
+        rtts = {runs[f"{d}/{c}"]["rtt_cycles"] for c in credits} - {None}
+        if not rtts:
+            raise RuntimeError(f"delay {d}: no round trip measured")
+        rtt = min(rtts)
+        bdp = (math.ceil(cbfc_credit_loop(rtt, frame_words, threshold, credit_size) * 8
+                         / credit_size) if threshold
+               else cbfc_bdp_credits(rtt, frame_words, credit_size))
+        loop = cbfc_credit_loop(rtt, frame_words, threshold or max(1, bdp // 8), credit_size)
+        best_here = max(runs[f"{d}/{c}"]["goodput"] for c in credits)
+        result["rtt_cycles"][d] = rtt
+        result["credit_loop_cycles"][d] = loop
+        result["bdp_credits"][d] = bdp
+        result["bdp_credits_framed"][d] = math.ceil(loop / frame_words) * cost
+        result["knee_credits"][d] = min(c for c in credits
+                                        if runs[f"{d}/{c}"]["goodput"] >= CBFC_KNEE * best_here)
+    totals = {key: sum(p[key] for p in points) for key in (
+        "frames_sent", "frames_delivered", "lost", "duplicated", "reordered", "corrupted",
+        "dropped")}
+    result.update(totals)
+    result["overflows"] = sum(p["overruns"] for p in points)
+    result["points"] = points
+    result["ecp5"] = None
+    if synth:
+        from .exports import generate_verilog
+        from .synth import synthesize
+        figures = synthesize(generate_verilog("cbfc_end", {}), "cbfc_end", device=device)
+        result["ecp5"] = {key: figures[key] for key in ("fmax_mhz", "lut", "ff", "ebr",
+                                                        "lutram")}
+        result["device"] = device
+    return result
+
+
+def _cbfc_table(result):
+    delays = list(result["throughput_by_credits"])
+    credits = list(result["throughput_by_credits"][delays[0]])
+    lines = [f"throughput of one VC (fraction of line rate; * = knee), {result['body_octets']}-"
+             f"octet bodies ({result['frame_cost_credits']} credits of "
+             f"{result['credit_size']} octets, {result['frame_words']} line words each):",
+             f"{'credits':>9}" + "".join(f"{c:>7}" for c in credits)]
+    for d in delays:
+        row = result["throughput_by_credits"][d]
+        knee = result["knee_credits"][d]
+        lines.append(f"{'delay ' + str(d):>9}" + "".join(
+            f"{row[c]:>6.3f}" + ("*" if c == knee else " ") for c in credits))
+    lines += ["", "credit stall cycles of VC 0 (% of the window):",
+              f"{'credits':>9}" + "".join(f"{c:>7}" for c in credits)]
+    for d in delays:
+        row = result["stall_cycles"][d]
+        lines.append(f"{'delay ' + str(d):>9}" + "".join(
+            f"{100 * row[c] / result['window_cycles']:>6.1f} " for c in credits))
+    lines += ["", f"{'delay':>6} {'rtt':>5} {'loop':>5} {'BDP':>5} {'framed':>6} {'knee':>5} "
+                  f"{'best':>6} {'LCW Mb/s':>9} {'LCW frac':>9}  (at the knee)"]
+    for d in delays:
+        knee = result["knee_credits"][d]
+        lines.append(
+            f"{d:>6} {result['rtt_cycles'][d]:>5} {result['credit_loop_cycles'][d]:>5} "
+            f"{result['bdp_credits'][d]:>5} {result['bdp_credits_framed'][d]:>6} {knee:>5} "
+            f"{max(result['throughput_by_credits'][d].values()):>6.3f} "
+            f"{result['update_overhead_octets_per_s'][d][knee] * 8 / 1e6:>9.1f} "
+            f"{result['update_overhead_fraction'][d][knee]:>9.4f}")
+    threshold = (f"{result['update_threshold']} credits" if result["update_threshold"]
+                 else "BDP / 8 credits (automatic)")
+    lines.append(f"(cycles; loop = rtt + 3 frame times + update threshold of {threshold}; "
+                 f"BDP = ceil(loop x 8 / {result['credit_size']}); framed: whole frames at "
+                 f"their cost)")
+    lines.append(f"best {result['best_throughput']:.3f} of line rate, framing limit "
+                 f"{result['framing_limit']:.3f}; frames sent {result['frames_sent']}, "
+                 f"delivered {result['frames_delivered']}, lost {result['lost']}, duplicated "
+                 f"{result['duplicated']}, reordered {result['reordered']}, corrupted "
+                 f"{result['corrupted']}, overflows {result['overflows']}")
+    if result["ecp5"]:
+        e = result["ecp5"]
+        lines.append(f"\ncbfc_end (CBFC + MAC + LLR) on ECP5 {result['device']}: "
+                     f"{e['fmax_mhz']:.1f} MHz, {e['lut']} LUT, {e['ff']} FF, {e['ebr']} EBR, "
+                     f"{e['lutram']} LUT RAM")
+    return "\n".join(lines)
+
+
+BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link,
+           "cbfc": bench_cbfc}
+TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table, "cbfc": _cbfc_table}
 
 
 def _run(args):
     options = ({"plot": args.plot, "codewords": args.codewords} if args.name == "fec"
                else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
+               else {"frames": args.frames} if args.name == "cbfc"
                else {})
     result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
     print(TABLES[args.name](result))
@@ -340,7 +543,8 @@ def register(subparsers):
     p.add_argument("--codewords", type=int, default=1500, metavar="N",
                    help="fec: codewords per bit error rate of the sweep (default: 1500)")
     p.add_argument("--frames", type=int, default=300, metavar="N",
-                   help="link: frames each way per bit error rate (default: 300)")
+                   help="link: frames each way per bit error rate; cbfc: frame times of "
+                        "each measurement window (default: 300)")
     p.add_argument("--no-fec", action="store_true",
                    help="link: skip the goodput runs through the FEC")
     p.set_defaults(func=_run)

@@ -1,4 +1,4 @@
-"""The ``ethlink`` command: exports, lint, synthesis, frame tools, benches and the demo.
+"""The ``ethlink`` command: exports, lint, synthesis, frame tools, benches, proofs and the demo.
 
 Each sub-command lives in its own module, which provides ``register(subparsers)``; the module
 adds its parser and sets ``func`` to a callable taking the parsed arguments and returning the
@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "ethlink.synth",
     "ethlink.frame_cli",
     "ethlink.bench",
+    "ethlink.formal_cli",
 )
 
 

@@ -24,6 +24,9 @@ from ethlink.rtl.link.control import check_ping_interval
 from ethlink.rtl.link.llr_rx import check_ack_every, check_ack_timer
 from ethlink.rtl.link.llr_tx import check_buffer_frames, check_buffer_octets, check_replay_max
 from ethlink.rtl.stream import check_beat_octets
+from ethlink.rtl.cbfc.credit import check_credit_size, check_vcs, MAX_VCS
+from ethlink.rtl.cbfc.frame_fifo import check_queue_octets
+from ethlink.rtl.config import check_int_range
 
 from .params import parse_params
 
@@ -98,6 +101,37 @@ _LINK_END = {
     "ifg": (12, "inter-frame gap in octets, 4 to 64", check_ifg),
     "lcw_in_frame": (1, "1: LCWs may also go between two words of a frame", check_lcw_in_frame),
 }
+
+
+#: Parameters of the lines of a pair of ends.
+_PAIR = {
+    "fec": (0, "1: RS(272,258) FEC on both lines (fec_bypass turns it off)", _check_flag),
+    "delay": (8, "line delay in cycles, 1 to 4096", check_max_delay),
+    "max_delay": (0, "0: fixed delay; else up to this many cycles, set at run time on "
+                     "ab_delay/ba_delay", lambda v: v if v == 0 else check_max_delay(v)),
+}
+
+_CBFC = {
+    "vcs": (4, "virtual channels, 1 to 8 (a queue and a buffer each)", check_vcs),
+    "credit_size": (64, "octets per credit: 32, 64 or 128", check_credit_size),
+    "tx_vc_octets": (8192, "transmit queue per VC in octets (power of two, >= 4096)",
+                     lambda v: check_queue_octets("tx_vc_octets", v)),
+    "rx_vc_octets": (8192, "receive buffer per VC in octets (power of two, >= 4096)",
+                     lambda v: check_queue_octets("rx_vc_octets", v)),
+    "rx_vc_credits": (0, "credits advertised per VC, 0: the whole buffer",
+                      lambda v: check_int_range("rx_vc_credits", v, 0, 1 << 15)),
+    "update_threshold": (0, "CREDIT_UPDATE once the limit moved this much, 0: credits / 8",
+                         lambda v: check_int_range("update_threshold", v, 0, 1 << 15)),
+    "update_period": (1024, "... and every VC's CREDIT_UPDATE every this many cycles",
+                      lambda v: check_int_range("update_period", v, 2, 1 << 20)),
+    "sync_period": (4096, "CREDIT_SYNC of every VC every this many cycles",
+                    lambda v: check_int_range("sync_period", v, 2, 1 << 20)),
+}
+
+
+def _vc_prefixes(suffix=""):
+    return {**{f"i_vc{v}{suffix}": f"s_axis_vc{v}{suffix}" for v in range(MAX_VCS)},
+            **{f"o_vc{v}{suffix}": f"m_axis_vc{v}{suffix}" for v in range(MAX_VCS)}}
 
 
 EXPORTS = {export.name: export for export in (
@@ -178,12 +212,20 @@ EXPORTS = {export.name: export for export in (
     Export("link_pair", "ethlink.rtl.link.link_end:LinkPair",
            "two link ends A and B joined by two simulated lines (link channels, or FEC links "
            "with fec=1): the link layer under test",
-           params={"fec": (0, "1: RS(272,258) FEC on both lines (fec_bypass turns it off)",
-                           _check_flag),
-                   "delay": (8, "line delay in cycles, 1 to 4096", check_max_delay),
+           params={**_PAIR,
                    **_LINK_END},
            prefixes={"i_a": "s_axis_a", "o_a": "m_axis_a", "i_b": "s_axis_b",
                      "o_b": "m_axis_b"}),
+    Export("cbfc_end", "ethlink.rtl.cbfc.cbfc_end:CbfcEnd",
+           "one lossless link end: per-VC queues and receive buffers with credit-based flow "
+           "control over MAC + LLR; frame bodies per VC <-> XGMII (spec §5, §7, §8)",
+           params={**_CBFC, **_LINK_END},
+           prefixes=_vc_prefixes()),
+    Export("cbfc_pair", "ethlink.rtl.cbfc.cbfc_end:CbfcPair",
+           "two CBFC link ends A and B joined by two simulated lines: flow control under test",
+           params={**_PAIR,
+                   **_CBFC, **_LINK_END},
+           prefixes={**_vc_prefixes("_a"), **_vc_prefixes("_b")}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

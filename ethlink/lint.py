@@ -14,12 +14,17 @@ from .exports import EXPORTS, generate_verilog
 from .sim.runner import LINT_WAIVERS
 from .toolchain import verilator_env, verilator_root
 
-__all__ = ["LINT_SWEEP", "lint_configurations", "lint_export", "register"]
+__all__ = ["LINT_SWEEP", "LINT_SWEEP_SKIP", "lint_configurations", "lint_export", "register"]
 
 #: Parameter values linted besides the defaults (they change the generated hardware).
 LINT_SWEEP = {"beat_octets": (8, 16, 32, 64), "symbols_per_beat": (1, 4, 8),
               "width": (1, 72, 512), "max_delay": (1, 20), "injectors": (1, 16),
-              "ifg": (4, 12), "lcw_in_frame": (0,)}
+              "ifg": (4, 12), "lcw_in_frame": (0,), "vcs": (1, 8), "credit_size": (32, 128)}
+
+#: Swept parameters left at their defaults for some exports: a pair is two ends of another
+#: export plus the line; its ends' variants are linted on that export.
+LINT_SWEEP_SKIP = {"link_pair": ("ifg", "lcw_in_frame"),
+                   "cbfc_pair": ("ifg", "lcw_in_frame", "vcs", "credit_size")}
 
 
 def lint_configurations():
@@ -28,7 +33,7 @@ def lint_configurations():
         seen = set()
         variants = [{}]
         for key, values in LINT_SWEEP.items():
-            if key in export.params:
+            if key in export.params and key not in LINT_SWEEP_SKIP.get(name, ()):
                 variants += [{key: value} for value in values]
         for params in variants:
             try:

@@ -39,16 +39,21 @@ def tagged_body(rng, index, max_octets, fixed=False):
 
 
 class Scoreboard:
-    """What one direction was given and what it delivered."""
-    def __init__(self):
+    """What one direction was given and what it delivered; a body's index is the four octets
+    from ``tag_at``."""
+    def __init__(self, tag_at=0):
+        self.tag_at = tag_at
         self.sent = {}           # index -> body
         self.received = []       # indices in arrival order
         self.corrupted = 0       # bodies that arrived with a known index but other octets
+        self.corrupted_bodies = []   # the first few of them, for the failure message
 
     def arrived(self, body):
-        index = int.from_bytes(body[:_TAG_OCTETS], "big")
+        index = int.from_bytes(body[self.tag_at:self.tag_at + _TAG_OCTETS], "big")
         if self.sent.get(index) != body:
             self.corrupted += 1
+            if len(self.corrupted_bodies) < 3:
+                self.corrupted_bodies.append(body.hex())
         self.received.append(index)
 
     def verdict(self, indices=None):
@@ -73,18 +78,25 @@ class Scoreboard:
         lost = sorted(set(self.sent) - seen)
         return {"frames_sent": len(self.sent), "frames_delivered": len(seen),
                 "lost": len(lost), "lost_indices": lost, "duplicated": duplicated,
-                "reordered": reordered, "corrupted": self.corrupted}
+                "reordered": reordered, "corrupted": self.corrupted,
+                "corrupted_bodies": self.corrupted_bodies}
 
 
 class Direction:
     """One direction of the pair: the source at ``sender``'s input, the sink at
-    ``receiver``'s output, and its scoreboard."""
-    def __init__(self, dut, sender, receiver, rng, idle=0.0, backpressure=0.0):
+    ``receiver``'s output, and its scoreboard. With ``vc`` (a pair of CBFC ends), the streams
+    of that VC and bodies made by ``body`` (which put the index at ``tag_at``)."""
+    def __init__(self, dut, sender, receiver, rng, idle=0.0, backpressure=0.0, vc=None,
+                 body=None, tag_at=0):
         self.dut = dut
+        self.vc = vc
+        self.sender, self.receiver = sender, receiver
         self.arrivals = []       # sim time (ns) of each frame's arrival
-        self.source = axis_source(dut, f"s_axis_{sender}", rng, idle)
-        self.sink = axis_sink(dut, f"m_axis_{receiver}", rng, backpressure)
-        self.score = Scoreboard()
+        lane = "" if vc is None else f"vc{vc}_"
+        self.source = axis_source(dut, f"s_axis_{lane}{sender}", rng, idle)
+        self.sink = axis_sink(dut, f"m_axis_{lane}{receiver}", rng, backpressure)
+        self.body = body or tagged_body
+        self.score = Scoreboard(tag_at)
         self.octets = 0
         cocotb.start_soon(self._collect())
 
@@ -96,7 +108,7 @@ class Direction:
 
     async def send(self, rng, count, max_octets, first_index=0, fixed=False):
         for index in range(first_index, first_index + count):
-            body = tagged_body(rng, index, max_octets, fixed)
+            body = self.body(rng, index, max_octets, fixed)
             self.score.sent[index] = body
             self.octets += len(body)
             await self.source.send(body)
@@ -111,11 +123,15 @@ def set_ber(dut, line, ber, width=LINE_BITS, injectors=4):
     getattr(dut, f"{line}_error_threshold").value = threshold_for_ber(ber, width, injectors)
 
 
-async def setup_pair(dut, seed=1, ber=0.0, replay_timeout=0):
-    """Clock, reset and the controls of both ends and both lines; returns the cycle counter."""
+async def setup_pair(dut, seed=1, ber=0.0, replay_timeout=0, delay=None, credits=0):
+    """Clock, reset and the controls of both ends and both lines; returns the cycle counter.
+    ``delay`` sets the lines' delay where it is a run-time input (``max_delay`` builds);
+    ``credits`` the credits each CBFC end advertises per VC (0: its whole buffer)."""
     for end in "ab":
         getattr(dut, f"{end}_enable").value = 1
         getattr(dut, f"{end}_replay_timeout").value = replay_timeout
+        if hasattr(dut, f"{end}_rx_credits"):
+            getattr(dut, f"{end}_rx_credits").value = credits
     for n, line in enumerate(("ab", "ba")):
         set_ber(dut, line, ber)
         getattr(dut, f"{line}_burst_length").value = 0
@@ -123,8 +139,15 @@ async def setup_pair(dut, seed=1, ber=0.0, replay_timeout=0):
         getattr(dut, f"{line}_link_up").value = 1
         getattr(dut, f"{line}_seed").value = seed * 2 + n + 1
         getattr(dut, f"{line}_reseed").value = 0
+        if hasattr(dut, f"{line}_delay"):
+            getattr(dut, f"{line}_delay").value = 8 if delay is None else delay
     if hasattr(dut, "fec_bypass"):
         dut.fec_bypass.value = 0
+    # A source of an earlier test in this simulation may have left a beat offered.
+    for handle in dut:
+        name = handle._name
+        if name.startswith("s_axis") and name.endswith("_tvalid"):
+            handle.value = 0
     return await start(dut)
 
 

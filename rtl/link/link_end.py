@@ -20,8 +20,8 @@ from ..phy.fec.sublayer import FecLink
 from ..stream import PacketStream, COUNTER_WIDTH
 from ..wire import XgmiiControl
 from .control import LcwArbiter, PingUnit, RTT_BITS
-from .layouts import LcwLayout, MAC_BEAT_OCTETS
-from .llr_rx import LlrRx, RxState
+from .layouts import LcwLayout, MAC_BEAT_OCTETS, SEQ_BITS
+from .llr_rx import LlrRx, RxState, HELD_FRAME_BITS
 from .llr_tx import LlrTx, TxState, TIMER_BITS
 from .mac_rx import MacRx, RX_COUNTERS
 from .mac_tx import MacTx, TX_COUNTERS
@@ -65,6 +65,8 @@ class LinkEnd(wiring.Component):
         Replay timer in cycles, 0 = automatic from the measured round trip.
     tx_state, rx_state, failed, rtt, rtt_valid : Out
         LLR states, link failure (between FLUSH and re-init), measured round trip.
+    llr_head, rx_held_frames : Out(20), Out(16)
+        :attr:`LlrTx.head` and :attr:`LlrRx.held_frames`, for the credit layer above.
     count_* : Out(32)
         Every counter of the MAC (``count_mac_tx_*``, ``count_mac_rx_*``), the LLR and the
         round-trip probe.
@@ -79,7 +81,12 @@ class LinkEnd(wiring.Component):
                            rx_buffer_octets=rx_buffer_octets, replay_max=replay_max,
                            ack_every=ack_every, ack_timer=ack_timer,
                            ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame)
-        super().__init__({
+        super().__init__(self.member_shapes())
+
+    @staticmethod
+    def member_shapes():
+        """The members of every link end (they do not depend on the parameters)."""
+        return {
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
             "txd": Out(64), "txc": Out(8),
@@ -93,8 +100,10 @@ class LinkEnd(wiring.Component):
             "failed": Out(1),
             "rtt": Out(RTT_BITS),
             "rtt_valid": Out(1),
+            "llr_head": Out(SEQ_BITS),
+            "rx_held_frames": Out(HELD_FRAME_BITS),
             **{name: Out(COUNTER_WIDTH) for name in link_end_counters()},
-        })
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -138,6 +147,7 @@ class LinkEnd(wiring.Component):
             self.tx_state.eq(llr_tx.state), self.rx_state.eq(llr_rx.state),
             self.failed.eq(llr_tx.failed),
             self.rtt.eq(ping.rtt), self.rtt_valid.eq(ping.rtt_valid),
+            self.llr_head.eq(llr_tx.head), self.rx_held_frames.eq(llr_rx.held_frames),
         ]
         for side, mac in (("tx", mac_tx), ("rx", mac_rx)):
             for name in _MAC_COUNTERS[side]:
@@ -152,54 +162,75 @@ class LinkEnd(wiring.Component):
 _PAIR_CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_lost")
 
 
+#: Members of an end that a pair wires itself (the line side and the hooks for layers above).
+_PAIR_INTERNAL = ("txd", "txc", "rxd", "rxc", "lcw_tx_ext", "lcw_rx_ext", "llr_head",
+                  "rx_held_frames")
+
+
 class LinkPair(wiring.Component):
     """Two :class:`LinkEnd` s, A and B, joined by two simulated lines (A→B and B→A), each a
     :class:`~ethlink.rtl.phy.channel.LinkChannel` of ``delay`` cycles carrying one XGMII word
     per beat, or with ``fec`` an RS(272,258) FEC link (:class:`~ethlink.rtl.phy.fec.sublayer.
     FecLink`, ``fec_bypass`` switches it off at run time).
 
-    Members: ``i_a``/``o_b`` (A sends, B receives), ``i_b``/``o_a``; each line's channel
-    controls prefixed ``ab_``/``ba_`` (error rate, bursts, link up, seed); each end's
-    ``enable``, ``replay_timeout``, status and counters prefixed ``a_``/``b_``; the channels'
-    counters prefixed ``ab_``/``ba_``. A line that is down, or a word lost in it, reaches the
-    receiving MAC as an idle word.
+    Members: each end's streams suffixed ``_a``/``_b`` (``i_a``/``o_b``: A sends, B receives);
+    each end's other ports (``enable``, ``replay_timeout``, status, counters) prefixed
+    ``a_``/``b_``; each line's channel controls and counters prefixed ``ab_``/``ba_`` (error
+    rate, bursts, link up, seed). A line that is down, or a word lost in it, reaches the
+    receiving MAC as an idle word. With ``max_delay`` above ``delay`` (channel lines only),
+    the lines hold up to ``max_delay`` cycles and ``ab_delay``/``ba_delay`` set their delay at
+    run time (the credit benches sweep the round trip on one build). Subclasses put another end on the lines (:attr:`end_class`,
+    e.g. the CBFC end).
     """
-    def __init__(self, *, fec=0, delay=8, **end_params):
+    end_class = LinkEnd
+
+    def __init__(self, *, fec=0, delay=8, max_delay=0, **end_params):
         self.fec = bool(fec)
         self.delay = delay
-        self.end_params = end_params
-        end_members = {"enable": In(1), "replay_timeout": In(TIMER_BITS),
-                       "tx_state": Out(TxState), "rx_state": Out(RxState), "failed": Out(1),
-                       "rtt": Out(RTT_BITS), "rtt_valid": Out(1),
-                       **{name: Out(COUNTER_WIDTH) for name in link_end_counters()}}
+        # Lines of up to max_delay cycles whose delay is set at run time (ab_delay, ba_delay).
+        self.max_delay = max_delay if max_delay > delay and not self.fec else 0
+        self._ends = {name: self.end_class(**end_params) for name in "ab"}
         line_members = {name: In(shape) for name, shape in CHANNEL_CONTROLS.items()}
         line_members.update({name: Out(COUNTER_WIDTH) for name in _PAIR_CHANNEL_COUNTERS})
+        if self.max_delay:
+            line_members["delay"] = In(range(self.max_delay + 1), init=delay)
         if self.fec:
             line_members["count_uncorrectable_codewords"] = Out(COUNTER_WIDTH)
             line_members["count_corrected_symbols"] = Out(COUNTER_WIDTH)
-        super().__init__({
-            "i_a": In(PacketStream(MAC_BEAT_OCTETS)), "o_a": Out(PacketStream(MAC_BEAT_OCTETS)),
-            "i_b": In(PacketStream(MAC_BEAT_OCTETS)), "o_b": Out(PacketStream(MAC_BEAT_OCTETS)),
-            **({"fec_bypass": In(1)} if self.fec else {}),
-            **{f"{end}_{name}": member for end in "ab" for name, member in end_members.items()},
-            **{f"{line}_{name}": member for line in ("ab", "ba")
-               for name, member in line_members.items()},
-        })
+        members = {"fec_bypass": In(1)} if self.fec else {}
+        for end, inner in self._ends.items():
+            for name, member in inner.signature.members.items():
+                if name not in _PAIR_INTERNAL:
+                    members[self._pair_name(end, name, member)] = member
+        members.update({f"{line}_{name}": member for line in ("ab", "ba")
+                        for name, member in line_members.items()})
+        super().__init__(members)
+
+    @staticmethod
+    def _pair_name(end, name, member):
+        return f"{end}_{name}" if member.is_port else f"{name}_{end}"
 
     def elaborate(self, platform):
         m = Module()
-        ends = {}
-        for name in "ab":
-            ends[name] = end = LinkEnd(**self.end_params)
+        ends = self._ends
+        for name, end in ends.items():
             m.submodules[f"end_{name}"] = end
-            wiring.connect(m, wiring.flipped(getattr(self, f"i_{name}")), end.i)
-            wiring.connect(m, end.o, wiring.flipped(getattr(self, f"o_{name}")))
-            m.d.comb += [end.lcw_tx_ext.valid.eq(0), end.lcw_rx_ext.ready.eq(1)]
-            for port in ("enable", "replay_timeout"):
-                m.d.comb += getattr(end, port).eq(getattr(self, f"{name}_{port}"))
-            for port in ("tx_state", "rx_state", "failed", "rtt", "rtt_valid",
-                         *link_end_counters()):
-                m.d.comb += getattr(self, f"{name}_{port}").eq(getattr(end, port))
+            for port, member in end.signature.members.items():
+                if port in _PAIR_INTERNAL:
+                    continue
+                ours = getattr(self, self._pair_name(name, port, member))
+                theirs = getattr(end, port)
+                if not member.is_port:
+                    if member.flow == In:
+                        wiring.connect(m, wiring.flipped(ours), theirs)
+                    else:
+                        wiring.connect(m, theirs, wiring.flipped(ours))
+                elif member.flow == In:
+                    m.d.comb += theirs.eq(ours)
+                else:
+                    m.d.comb += ours.eq(theirs)
+            if "lcw_tx_ext" in end.signature.members:
+                m.d.comb += [end.lcw_tx_ext.valid.eq(0), end.lcw_rx_ext.ready.eq(1)]
 
         for line, (tx, rx) in {"ab": (ends["a"], ends["b"]), "ba": (ends["b"], ends["a"])}.items():
             if self.fec:
@@ -214,9 +245,10 @@ class LinkPair(wiring.Component):
                 m.d.comb += [sender.payload.data.eq(tx.txd), sender.payload.ctrl.eq(tx.txc)]
                 word = (receiver.payload.data, receiver.payload.ctrl)
             else:
-                m.submodules[f"line_{line}"] = channel = LinkChannel(width=72,
-                                                                     max_delay=self.delay)
-                m.d.comb += channel.delay.eq(self.delay)
+                m.submodules[f"line_{line}"] = channel = LinkChannel(
+                    width=72, max_delay=self.max_delay or self.delay)
+                m.d.comb += channel.delay.eq(getattr(self, f"{line}_delay") if self.max_delay
+                                             else self.delay)
                 sender, receiver = channel.i, channel.o
                 controls = channel
                 counters = {name: getattr(channel, name) for name in _PAIR_CHANNEL_COUNTERS}

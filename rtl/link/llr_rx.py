@@ -17,11 +17,13 @@ from ..config import check_int_range
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import LcwLayout, MacRxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
-from .llr_tx import BufferWordLayout, MAX_FRAME_WORDS, check_buffer_octets
+from .llr_tx import BufferWordLayout, MAX_FRAME_WORDS, check_buffer_octets, read_committed
 
-__all__ = ["LlrRx", "RxState", "check_ack_every", "check_ack_timer"]
+__all__ = ["LlrRx", "RxState", "check_ack_every", "check_ack_timer", "HELD_FRAME_BITS"]
 
 _SEQ_HALF = 1 << (SEQ_BITS - 1)
+#: Width of :attr:`LlrRx.held_frames`.
+HELD_FRAME_BITS = 16
 
 
 class RxState(enum.Enum, shape=2):
@@ -83,6 +85,10 @@ class LlrRx(wiring.Component):
     lcw_tx : Out(stream.Signature(LcwLayout))
         LLR_NACK, LLR_INIT_ECHO and LLR_ACK to send (in that priority).
     state : Out(RxState)
+    held_frames : Out(16)
+        Frames committed to the buffer (including one committing in this cycle) whose last
+        beat has not left on ``o`` yet: an LCW arriving now overtook them (CBFC orders its
+        CREDIT_SYNC behind them).
     count_* : Out(32)
         Frames accepted, bad frames, NACKs and ACKs sent, duplicates, sequence errors, frames
         discarded while waiting for a replay or before INIT, frames refused for lack of room,
@@ -102,6 +108,7 @@ class LlrRx(wiring.Component):
             "lcw_rx": In(stream.Signature(LcwLayout())),
             "lcw_tx": Out(stream.Signature(LcwLayout())),
             "state": Out(RxState),
+            "held_frames": Out(HELD_FRAME_BITS),
             **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
         })
 
@@ -269,22 +276,11 @@ class LlrRx(wiring.Component):
         counters["count_acks_sent"].increment(m, ack_sent)
 
         # --- buffer -> upper layer --------------------------------------------------------------
-        out_valid = Signal()
-        out_first = Signal(init=1)
-        advance = ~out_valid | self.o.ready
-        read = advance & (rd_ptr != commit)
-        m.d.comb += [rd.addr.eq(rd_ptr[:AW]), rd.en.eq(advance)]
-        with m.If(advance):
-            m.d.sync += out_valid.eq(read)
-        with m.If(read):
-            m.d.sync += rd_ptr.eq(rd_ptr + 1)
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += out_first.eq(self.o.payload.last)
-        m.d.comb += [
-            self.o.valid.eq(out_valid),
-            self.o.payload.data.eq(rd.data.data),
-            self.o.payload.keep.eq(rd.data.keep),
-            self.o.payload.last.eq(rd.data.last),
-            self.o.payload.first.eq(out_first),
-        ]
+        delivered = read_committed(m, rd, rd_ptr, commit, self.o)
+
+        # Committed frames not yet wholly delivered (every committed frame, sequenced or not).
+        held = Signal(HELD_FRAME_BITS)
+        committing = writing & beat.last & ~beat.user.error
+        m.d.sync += held.eq(held + committing - delivered)
+        m.d.comb += self.held_frames.eq(held + committing)
         return m

@@ -19,7 +19,7 @@ from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import LLR_PAYLOAD, LcwType, MAX_BODY_OCTETS
 from .layouts import LcwLayout, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
 
-__all__ = ["LlrTx", "TxState", "BufferWordLayout", "check_buffer_octets",
+__all__ = ["LlrTx", "TxState", "BufferWordLayout", "read_committed", "check_buffer_octets",
            "check_buffer_frames", "check_replay_max", "MAX_FRAME_WORDS",
            "DEFAULT_REPLAY_TIMEOUT", "AUTO_TIMEOUT_MARGIN", "seq_in_window"]
 
@@ -50,6 +50,35 @@ class BufferWordLayout(data.StructLayout):
     """One word of a link-layer frame buffer: 8 body octets, ``keep`` and ``last``."""
     def __init__(self):
         super().__init__({"data": unsigned(64), "keep": unsigned(8), "last": unsigned(1)})
+
+
+def read_committed(m, rd, rd_ptr, commit, o):
+    """Stream the committed words of a frame buffer out on packet stream ``o``.
+
+    ``rd`` is the buffer's (synchronous) read port, ``rd_ptr`` the read pointer (one bit wider
+    than the address) and ``commit`` the end of the committed words. One output register holds
+    the word read; a word is read whenever that register is empty or being taken, so ``o``
+    carries one beat per cycle while words are committed and ``ready`` is high. ``first`` is
+    rebuilt from ``last``. Returns the strobe of a frame's last beat leaving."""
+    out_valid = Signal()
+    out_first = Signal(init=1)
+    advance = ~out_valid | o.ready
+    read = advance & (rd_ptr != commit)
+    m.d.comb += [rd.addr.eq(rd_ptr[:len(rd.addr)]), rd.en.eq(advance)]
+    with m.If(advance):
+        m.d.sync += out_valid.eq(read)
+    with m.If(read):
+        m.d.sync += rd_ptr.eq(rd_ptr + 1)
+    with m.If(o.valid & o.ready):
+        m.d.sync += out_first.eq(o.payload.last)
+    m.d.comb += [
+        o.valid.eq(out_valid),
+        o.payload.data.eq(rd.data.data),
+        o.payload.keep.eq(rd.data.keep),
+        o.payload.last.eq(rd.data.last),
+        o.payload.first.eq(out_first),
+    ]
+    return o.valid & o.ready & o.payload.last
 
 
 def _check(name, value, ok, rule):
@@ -141,6 +170,10 @@ class LlrTx(wiring.Component):
     rtt, rtt_valid : In(16), In(1)
         The link's measured round trip (:class:`PingUnit`).
     state : Out(TxState)
+    head : Out(20)
+        Sequence number of the oldest frame not yet acknowledged (or flushed). Frames are
+        numbered from 0 in the order they are taken on ``i``, so the layer above can tell
+        which of its frames the link has finished with (CBFC's settled credits).
     failed : Out(1)
         The link failed (FLUSH) and has not re-initialised yet.
     count_* : Out(32)
@@ -163,6 +196,7 @@ class LlrTx(wiring.Component):
             "rtt": In(16),
             "rtt_valid": In(1),
             "state": Out(TxState),
+            "head": Out(SEQ_BITS),
             "failed": Out(1),
             **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
         })
@@ -364,6 +398,14 @@ class LlrTx(wiring.Component):
         ]
         with m.If(restart):
             m.d.sync += [out_valid.eq(0), rd_first.eq(1)]
+
+        # The frame being read is new (not a resend): its number is `sent_hi` − 1 too, so the
+        # window alone cannot tell ADVANCE from REPLAY while it is on the wire.
+        fresh = Signal()
+        with m.If(read & rd_first):
+            m.d.sync += fresh.eq(send == sent_hi)
+        with m.If((read & ends) | restart):
+            m.d.sync += fresh.eq(0)
         with m.If(jump & live & ~flush):
             # The frame being written (or about to be) has no entry in `starts` yet.
             m.d.sync += [send.eq(jump_to),
@@ -416,7 +458,8 @@ class LlrTx(wiring.Component):
             m.d.sync += [fsm_state.eq(TxState.OFF), init_pending.eq(0)]
 
         m.d.comb += [
-            self.state.eq(Mux(live & (send != sent_hi), TxState.REPLAY, fsm_state)),
+            self.state.eq(Mux(live & (send != sent_hi) & ~fresh, TxState.REPLAY, fsm_state)),
+            self.head.eq(head),
         ]
         with m.If(flush):
             m.d.sync += self.failed.eq(1)

@@ -1,0 +1,348 @@
+"""Credit counters of CBFC, per VC: the sender's ``sent``/``limit`` and the receiver's
+``received``/``freed`` (spec §8).
+
+These two components hold all the credit arithmetic and nothing else, so that the formal proof
+(``ethlink formal``, docs/cbfc.md) covers exactly the logic that keeps a buffer from
+overflowing. The queues and buffers around them are in :mod:`.cbfc_tx` and :mod:`.cbfc_rx`.
+
+Ref: spec §8 — all counters are 20-bit, modulo 2^20; the sender may start a frame on a VC only
+if ``(limit − sent) mod 2^20 ≥ cost``, then ``sent += cost``; the receiver's limit is
+``freed + capacity``, sent in CREDIT_UPDATE when it changed by ``update_threshold`` and at least
+every ``update_period`` cycles; the sender's limit is 0 until the first CREDIT_UPDATE; every
+``sync_period`` cycles the sender sends CREDIT_SYNC and the receiver treats credits of frames
+it never received as freed.
+"""
+
+from amaranth.hdl import Module, Signal, Mux, Cat, Const
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import check_int_range
+from ..stream import SaturatingCounter, COUNTER_WIDTH
+from ..wire import CREDIT_PAYLOAD, LcwType, MAX_BODY_OCTETS
+from ..link.layouts import LcwLayout
+
+__all__ = ["CreditSender", "CreditReceiver", "CREDIT_BITS", "COST_BITS", "CREDIT_SIZES",
+           "FCS_OCTETS", "MAX_VCS", "frame_cost", "max_frame_cost", "check_vcs",
+           "check_credit_size", "credits_ahead", "credit_lcws", "lowest_set"]
+
+#: Credit counters are 20 bits wide, modulo 2^20 (spec §8).
+CREDIT_BITS = 20
+_MOD = 1 << CREDIT_BITS
+_HALF = 1 << (CREDIT_BITS - 1)
+#: One credit is this many octets of receive buffer (spec §8).
+CREDIT_SIZES = (32, 64, 128)
+#: The FCS counts towards a frame's cost (spec §8: frame_octets = OEFH + TH + payload + FCS).
+FCS_OCTETS = 4
+#: VCs a link can carry: the OEFH has 3 bits of VC (spec §3, §4.1).
+MAX_VCS = 8
+
+
+def frame_cost(body_octets, credit_size):
+    """Credits of a frame whose body (OEFH + TH + payload) has ``body_octets`` octets."""
+    return -(-(body_octets + FCS_OCTETS) // credit_size)
+
+
+def max_frame_cost(credit_size):
+    return frame_cost(MAX_BODY_OCTETS, credit_size)
+
+
+#: Width of a frame's cost: the longest frame at the smallest credit (65 credits).
+COST_BITS = max_frame_cost(min(CREDIT_SIZES)).bit_length()
+
+
+def check_vcs(vcs):
+    return check_int_range("vcs", vcs, 1, MAX_VCS)
+
+
+def check_credit_size(credit_size):
+    if credit_size not in CREDIT_SIZES:
+        raise ValueError(f"credit_size must be one of {CREDIT_SIZES}, not {credit_size!r}")
+    return credit_size
+
+
+def credits_ahead(a, b):
+    """``a`` is at or after ``b`` modulo 2^20 (their distance is below 2^19 by construction);
+    Amaranth values."""
+    return (a - b)[:CREDIT_BITS] < _HALF
+
+
+def _distance(m, a, b, name):
+    d = Signal(CREDIT_BITS, name=name)
+    m.d.comb += d.eq(a - b)
+    return d
+
+
+_VC_AT, _VC_BITS = CREDIT_PAYLOAD.offsets()["vc"]
+_CREDITS_AT, _ = CREDIT_PAYLOAD.offsets()["credits"]
+
+
+def lowest_set(m, bits, n, name):
+    """Index of the lowest set bit of ``bits`` (``n`` wide; 0 when none is set)."""
+    index = Signal(range(max(n, 2)), name=name)
+    for k in reversed(range(n)):
+        with m.If(bits[k]):
+            m.d.comb += index.eq(k)
+    return index
+
+
+def _credit_word(lcw_type, vc, credits):
+    """An :class:`LcwLayout` value for CREDIT_UPDATE/SYNC carrying ``vc`` and ``credits``, as
+    one expression (reserved bits 0). CREDIT_PAYLOAD from its least significant bit: reserved,
+    credits, vc."""
+    return Cat(Const(lcw_type, 8), Const(0, _CREDITS_AT), credits[:CREDIT_BITS],
+               vc, Const(0, _VC_BITS - len(vc)))
+
+
+def credit_lcws(m, port, lcw_type, values, period, extra=None):
+    """Offer CREDIT_UPDATE/SYNC words on stream ``port``: one for every VC each ``period``
+    cycles, and one whenever the VC's bit of ``extra`` (a combinational mask) is set; VC *v*
+    carries ``values[v]`` as it is when the word is taken; lowest VC first. Returns the VC
+    offered and whether it was taken in this cycle."""
+    n = len(values)
+    timer = Signal(range(period), name=f"{lcw_type.name.lower()}_timer")
+    periodic = Signal(n, name=f"{lcw_type.name.lower()}_periodic")
+    wrap = timer == period - 1
+    m.d.sync += timer.eq(Mux(wrap, 0, timer + 1))
+    due = periodic if extra is None else periodic | extra
+    vc = lowest_set(m, due, n, f"{lcw_type.name.lower()}_vc")
+    value = Signal(CREDIT_BITS, name=f"{lcw_type.name.lower()}_value")
+    for v in range(n):
+        with m.If(vc == v):
+            m.d.comb += value.eq(values[v])
+    m.d.comb += [port.valid.eq(due != 0), port.payload.eq(_credit_word(lcw_type, vc, value))]
+    taken = port.valid & port.ready
+    done = Cat(taken & (vc == v) for v in range(n))
+    m.d.sync += periodic.eq(Mux(wrap, (1 << n) - 1, periodic & ~done))
+    return vc, taken
+
+
+def _counters(m, component):
+    """A :class:`SaturatingCounter` per name of ``component.COUNTERS``, driving its port."""
+    counters = {name: SaturatingCounter(name) for name in component.COUNTERS}
+    for name, counter in counters.items():
+        m.d.comb += getattr(component, name).eq(counter.value)
+    return counters
+
+
+def _per_vc(n, name, init):
+    """A 20-bit credit counter per VC, named ``name0`` …, starting at ``init``."""
+    return [Signal(CREDIT_BITS, init=init, name=f"{name}{v}") for v in range(n)]
+
+
+def _vc_array(width, vcs):
+    return data.ArrayLayout(width, vcs)
+
+
+class CreditSender(wiring.Component):
+    """The sender's credit state for ``vcs`` VCs: may a frame start, and CREDIT_SYNC.
+
+    * ``ok[v]`` is high when ``(limit[v] − sent[v]) mod 2^20 ≥ cost[v]`` (combinational from
+      registers and ``cost``). ``take`` with ``take_vc`` starts a frame: ``sent += cost`` if
+      ``ok``; a ``take`` without ``ok`` is refused (``granted`` stays low), so no requester can
+      push ``sent`` past ``limit``.
+    * A CREDIT_UPDATE on ``lcw_rx`` for a VC below ``vcs`` sets ``limit`` when the new limit is
+      neither behind ``sent`` nor behind the current ``limit`` (a receiver's limit only grows
+      and never falls behind what it allowed); anything else is a bogus update, ignored and
+      counted. ``limit`` starts equal to ``sent`` (no credits) until the first update.
+    * ``settled[v]`` counts the credits of frames the link has finished with (acknowledged by
+      the LLR or dropped by its FLUSH), reported on ``release``. Every ``sync_period`` cycles
+      a CREDIT_SYNC carrying ``settled`` goes out for each VC on ``lcw_tx``. ``settled``,
+      unlike ``sent``, counts no frame that may still be delivered after the SYNC, so the
+      receiver can free what the SYNC claims it never got (docs/cbfc.md, "leak recovery").
+
+    ``counter_init`` is the value every counter starts at (0 on hardware; the proof starts
+    near 2^20 to cross the wrap). Latency: ``ok`` is combinational; ``take`` and an update
+    act at the next clock edge.
+    """
+    def __init__(self, vcs, *, sync_period=4096, counter_init=0):
+        self.vcs = check_vcs(vcs)
+        self.sync_period = check_int_range("sync_period", sync_period, 2, 1 << 20)
+        self.counter_init = counter_init % _MOD
+        counters = {name: Out(COUNTER_WIDTH) for name in self.COUNTERS}
+        super().__init__({
+            "cost": In(_vc_array(COST_BITS, self.vcs)),
+            "waiting": In(self.vcs),
+            "ok": Out(self.vcs),
+            "take": In(1), "take_vc": In(range(max(self.vcs, 2))),
+            "granted": Out(1),
+            "release": In(1), "release_vc": In(range(max(self.vcs, 2))),
+            "release_cost": In(COST_BITS),
+            "lcw_rx": In(stream.Signature(LcwLayout())),
+            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "sent": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "settled": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            **counters,
+            "count_stall_cycles": Out(_vc_array(COUNTER_WIDTH, self.vcs)),
+        })
+
+    COUNTERS = ("count_updates_received", "count_bogus_updates", "count_syncs_sent")
+
+    def elaborate(self, platform):
+        m = Module()
+        n, init = self.vcs, self.counter_init
+        counters = _counters(m, self)
+
+        sent, limit, settled = (_per_vc(n, name, init) for name in ("sent", "limit", "settled"))
+        for v in range(n):
+            room = _distance(m, limit[v], sent[v], f"room{v}")
+            m.d.comb += [
+                self.ok[v].eq(room >= self.cost[v]),
+                self.sent[v].eq(sent[v]), self.limit[v].eq(limit[v]),
+                self.settled[v].eq(settled[v]),
+            ]
+            stalls = SaturatingCounter(f"count_stall_cycles{v}")
+            stalls.increment(m, self.waiting[v] & ~self.ok[v])
+            m.d.comb += self.count_stall_cycles[v].eq(stalls.value)
+
+        # --- frames started and frames settled ----------------------------------------------
+        for v in range(n):
+            with m.If(self.take_vc == v):
+                m.d.comb += self.granted.eq(self.take & self.ok[v])
+        for v in range(n):
+            with m.If(self.granted & (self.take_vc == v)):
+                m.d.sync += sent[v].eq(sent[v] + self.cost[v])
+            with m.If(self.release & (self.release_vc == v)):
+                m.d.sync += settled[v].eq(settled[v] + self.release_cost)
+
+        # --- CREDIT_UPDATE ------------------------------------------------------------------
+        lcw = self.lcw_rx
+        m.d.comb += lcw.ready.eq(1)
+        upd_vc = lcw.payload.payload[_VC_AT:_VC_AT + _VC_BITS]
+        upd_limit = lcw.payload.payload[_CREDITS_AT:_CREDITS_AT + CREDIT_BITS]
+        is_update = lcw.valid & (lcw.payload.type == LcwType.CREDIT_UPDATE)
+        plausible = Signal()
+        for v in range(n):
+            with m.If(upd_vc == v):
+                m.d.comb += plausible.eq(credits_ahead(upd_limit, sent[v])
+                                         & credits_ahead(upd_limit, limit[v]))
+                with m.If(is_update & plausible):
+                    m.d.sync += limit[v].eq(upd_limit)
+        counters["count_updates_received"].increment(m, is_update)
+        counters["count_bogus_updates"].increment(m, is_update & ~plausible)
+
+        # --- CREDIT_SYNC every sync_period cycles, one LCW per VC ------------------------------
+        _, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_SYNC, settled,
+                                  self.sync_period)
+        counters["count_syncs_sent"].increment(m, sent_one)
+        return m
+
+
+class CreditReceiver(wiring.Component):
+    """The receiver's credit state for ``vcs`` VCs of ``capacity`` credits each: CREDIT_UPDATE
+    and leak recovery.
+
+    * ``arrive`` (``arrive_vc``, ``arrive_cost``): a frame was stored: ``received += cost``.
+      ``drain``: a frame left the buffer: ``freed += cost``. ``occupancy = received − freed``
+      is what the buffer holds, in credits; with a sender that keeps to its limit it never
+      exceeds ``capacity`` (proven, docs/cbfc.md).
+    * ``limit = freed + capacity`` goes out in a CREDIT_UPDATE on ``lcw_tx`` when it moved by at
+      least ``update_threshold`` (0: an eighth of the credits advertised, at least 1) since
+      the last one sent for that VC, and for every VC every
+      ``update_period`` cycles (so a lost update is repaired).
+    * ``sync`` (``sync_vc``, ``sync_value``): a CREDIT_SYNC, offered only once every frame that
+      came before it has arrived (:class:`~.cbfc_rx.CbfcRx` orders it). If it claims ``d`` > 0
+      credits more than ``received``, those frames were lost: ``received`` and ``freed`` both
+      grow by ``d`` (``count_leaked_credits``), so ``occupancy`` is unchanged and the limit
+      rises. A SYNC behind ``received`` is ignored (frames after it already arrived), one
+      beyond ``limit`` is bogus (ignored, counted). ``sync_ready`` is low in a cycle where a
+      frame of the same VC arrives; the SYNC then waits a cycle.
+
+    * ``credits`` (1 … ``capacity``; 0: ``capacity``) advertises fewer credits than the
+      buffer holds (to size the credit loop at run time). Set it while the link is idle or
+      in reset: a lower value takes effect for the sender only after what it was already
+      given drains (it rejects a limit going backwards), a buffer never overflows either way.
+
+    Latency: every input acts at the next clock edge; an update is requested in the cycle
+    after the limit moved.
+    """
+    def __init__(self, vcs, capacity, *, update_threshold=8, update_period=1024,
+                 counter_init=0):
+        self.vcs = check_vcs(vcs)
+        self.capacity = check_int_range("capacity", capacity, 1, _HALF // 2)
+        self.update_threshold = check_int_range("update_threshold", update_threshold, 0,
+                                                capacity)
+        self.update_period = check_int_range("update_period", update_period, 2, 1 << 20)
+        self.counter_init = counter_init % _MOD
+        super().__init__({
+            "arrive": In(1), "arrive_vc": In(range(max(self.vcs, 2))),
+            "arrive_cost": In(COST_BITS),
+            "drain": In(1), "drain_vc": In(range(max(self.vcs, 2))), "drain_cost": In(COST_BITS),
+            "sync": In(1), "sync_vc": In(range(max(self.vcs, 2))),
+            "sync_value": In(CREDIT_BITS),
+            "sync_ready": Out(1),
+            "credits": In(range(self.capacity + 1)),
+            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "received": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "freed": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "occupancy": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
+        })
+
+    COUNTERS = ("count_updates_sent", "count_syncs_received", "count_leaked_credits",
+                "count_bogus_syncs")
+
+    def elaborate(self, platform):
+        m = Module()
+        n, init = self.vcs, self.counter_init
+        counters = _counters(m, self)
+
+        received, freed, advertised = (_per_vc(n, name, init)
+                                       for name in ("received", "freed", "advertised"))
+        limit = [Signal(CREDIT_BITS, name=f"limit{v}") for v in range(n)]
+
+        m.d.comb += self.sync_ready.eq(~(self.arrive & (self.arrive_vc == self.sync_vc)))
+        syncing = self.sync & self.sync_ready
+        leak = Signal(CREDIT_BITS)
+        beyond = Signal(CREDIT_BITS)
+        recover = Signal()
+        bogus = Signal()
+        # Credits advertised: ``credits`` when set (1 … capacity), else the whole capacity.
+        capacity = Signal(range(self.capacity + 1))
+        m.d.comb += capacity.eq(Mux((self.credits == 0) | (self.credits > self.capacity),
+                                    self.capacity, self.credits))
+        for v in range(n):
+            m.d.comb += [
+                limit[v].eq(freed[v] + capacity),
+                self.received[v].eq(received[v]), self.freed[v].eq(freed[v]),
+                self.limit[v].eq(limit[v]), self.occupancy[v].eq(received[v] - freed[v]),
+            ]
+            with m.If(self.sync_vc == v):
+                m.d.comb += [leak.eq(self.sync_value - received[v]),
+                             beyond.eq(self.sync_value - limit[v])]
+        # Beyond the limit we gave: the sender cannot have sent that; ignore it.
+        m.d.comb += [
+            bogus.eq(syncing & (beyond != 0) & (beyond < _HALF)),
+            recover.eq(syncing & ~bogus & (leak != 0) & (leak < _HALF)),
+        ]
+        counters["count_syncs_received"].increment(m, syncing)
+        counters["count_bogus_syncs"].increment(m, bogus)
+        counters["count_leaked_credits"].add(m, leak, recover)
+
+        for v in range(n):
+            arrived = Mux(self.arrive & (self.arrive_vc == v), self.arrive_cost, 0)
+            drained = Mux(self.drain & (self.drain_vc == v), self.drain_cost, 0)
+            leaked = Mux(recover & (self.sync_vc == v), leak, 0)
+            m.d.sync += [received[v].eq(received[v] + arrived + leaked),
+                         freed[v].eq(freed[v] + drained + leaked)]
+
+        # --- CREDIT_UPDATE: threshold per VC, and every VC each update_period cycles --------
+        # Automatic threshold: an eighth of what is advertised now, so that a run-time cap on
+        # the credits does not leave the sender waiting for the periodic update.
+        threshold = Signal(range(self.capacity + 1))
+        if self.update_threshold:
+            m.d.comb += threshold.eq(self.update_threshold)
+        else:
+            m.d.comb += threshold.eq(Mux(capacity[3:] == 0, 1, capacity[3:]))
+        moved = Signal(n)
+        for v in range(n):
+            m.d.comb += moved[v].eq((limit[v] - advertised[v])[:CREDIT_BITS] >= threshold)
+        vc, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_UPDATE, limit,
+                                   self.update_period, moved)
+        counters["count_updates_sent"].increment(m, sent_one)
+        for v in range(n):
+            with m.If(sent_one & (vc == v)):
+                m.d.sync += advertised[v].eq(limit[v])
+        return m

@@ -1,0 +1,164 @@
+"""A store-and-forward frame queue in block RAM that knows each frame's credit cost: the per-VC
+transmit queues and receive buffers of CBFC (spec §8) are both made of it."""
+
+from amaranth.hdl import Module, Signal, Mux
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ..link.layouts import MAC_BEAT_OCTETS
+from ..link.llr_tx import BufferWordLayout, MAX_FRAME_WORDS, read_committed
+from ..stream import PacketStream, keep_count
+from .credit import COST_BITS, FCS_OCTETS
+
+__all__ = ["FrameFifo", "check_queue_octets", "MIN_QUEUE_OCTETS"]
+
+_OCTET_BITS = (MAX_FRAME_WORDS * MAC_BEAT_OCTETS + FCS_OCTETS).bit_length() + 1
+
+
+#: The smallest frame queue: the power of two of octets above a longest frame.
+MIN_QUEUE_OCTETS = 1 << (MAX_FRAME_WORDS * MAC_BEAT_OCTETS).bit_length()
+
+
+def check_queue_octets(name, octets):
+    """A frame queue is a power of two of octets that holds a longest frame."""
+    if (isinstance(octets, bool) or not isinstance(octets, int) or octets & (octets - 1)
+            or not MIN_QUEUE_OCTETS <= octets <= 1 << 20):
+        raise ValueError(f"{name} must be a power of two from {MIN_QUEUE_OCTETS} (a longest "
+                         f"frame) to 1 MiB, not {octets!r}")
+    return octets
+
+
+class FrameFifo(wiring.Component):
+    """Frames in on ``i``, out on ``o``, a frame becomes visible at ``o`` only once its last
+    beat is stored (so ``o`` never starves in the middle of a frame), with the credit cost of
+    every stored frame (``ceil((octets + FCS) / credit_size)``, spec §8).
+
+    ``words`` words of 8 octets (block RAM) and at most ``frames`` frames. A frame is dropped
+    (the beats already stored are rolled back, the rest discarded) when it is longer than
+    :data:`MAX_FRAME_WORDS`, when ``reject`` is high with its first beat, or — if
+    ``drop_when_full`` — when it finds no room; ``dropped`` then strobes with its last beat,
+    with the cost of the whole frame in ``dropped_cost``. Without ``drop_when_full`` the queue
+    back-pressures ``i`` instead (``words`` must hold a longest frame, so a frame always fits
+    once the queue has drained).
+
+    Members
+    -------
+    i : In(PacketStream(8)), o : Out(PacketStream(8))
+    reject : In(1)
+        Drop the frame whose first beat is on ``i`` (sampled with that beat).
+    stored, stored_cost : Out(1), Out(COST_BITS)
+        A frame was stored (strobe at its last beat) and its cost.
+    dropped, dropped_cost : Out(1), Out(COST_BITS)
+    frames : Out
+        Frames wholly stored and not yet wholly sent.
+    head_cost : Out(COST_BITS)
+        Cost of the oldest stored frame (the one ``o`` offers or is sending).
+    popped, popped_cost : Out(1), Out(COST_BITS)
+        The last beat of a frame left on ``o`` (strobe), and that frame's cost.
+
+    Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat was
+    taken on ``i`` (store and forward). Throughput: one beat per cycle in and out.
+    """
+    def __init__(self, *, words, frames, credit_size, drop_when_full):
+        check_queue_octets("words * 8", words * MAC_BEAT_OCTETS)
+        if frames & (frames - 1) or frames < 2:
+            raise ValueError(f"frames must be a power of two, at least 2, not {frames}")
+        self.words = words
+        self.depth = frames
+        self.credit_size = credit_size
+        self.drop_when_full = drop_when_full
+        super().__init__({
+            "i": In(PacketStream(MAC_BEAT_OCTETS)),
+            "o": Out(PacketStream(MAC_BEAT_OCTETS)),
+            "reject": In(1),
+            "stored": Out(1), "stored_cost": Out(COST_BITS),
+            "dropped": Out(1), "dropped_cost": Out(COST_BITS),
+            "frames": Out(range(frames + 1)),
+            "head_cost": Out(COST_BITS),
+            "popped": Out(1), "popped_cost": Out(COST_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W, F = self.words, self.depth
+        AW, FW = exact_log2(W), exact_log2(F)
+
+        buffer = Memory(shape=BufferWordLayout(), depth=W, init=[])
+        costs = Memory(shape=COST_BITS, depth=F, init=[])
+        m.submodules.buffer = buffer
+        m.submodules.costs = costs
+        wr = buffer.write_port()
+        rd = buffer.read_port()
+        cost_wr = costs.write_port()
+        cost_head = costs.read_port(domain="comb")
+
+        wr_ptr = Signal(AW + 1)
+        commit = Signal(AW + 1)
+        rd_ptr = Signal(AW + 1)
+        cost_in = Signal(FW + 1)       # frames stored
+        cost_out = Signal(FW + 1)      # frames wholly sent
+        m.d.comb += self.frames.eq(cost_in - cost_out)
+
+        # --- writer ---------------------------------------------------------------------------
+        beat = self.i.payload
+        in_frame = Signal()
+        discard = Signal()             # the rest of this frame is thrown away
+        octets = Signal(_OCTET_BITS)   # octets of this frame so far
+        words_in = Signal(range(MAX_FRAME_WORDS + 2))
+        first = ~in_frame
+        full = (wr_ptr - rd_ptr)[:AW + 1] == W
+        no_slot = self.frames == F
+        if self.drop_when_full:
+            m.d.comb += self.i.ready.eq(1)
+            lost_now = full | (first & no_slot)
+        else:
+            # Wait for a word (and, at a frame's start, a cost slot) instead of dropping.
+            m.d.comb += self.i.ready.eq(~full & ~(first & no_slot))
+            lost_now = 0
+        take = self.i.valid & self.i.ready
+        too_long = ~first & (words_in == MAX_FRAME_WORDS)
+        drop_now = Signal()
+        m.d.comb += drop_now.eq(take & ~(discard & ~first)
+                                & ((first & self.reject) | lost_now | too_long))
+        writing = take & ~drop_now & ~(discard & ~first)
+        m.d.comb += [
+            wr.addr.eq(wr_ptr[:AW]),
+            wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep), wr.data.last.eq(beat.last),
+            wr.en.eq(writing),
+        ]
+        total = Signal(_OCTET_BITS)
+        m.d.comb += total.eq(Mux(first, 0, octets) + keep_count(beat.keep, MAC_BEAT_OCTETS))
+        cost = Signal(COST_BITS)
+        m.d.comb += cost.eq((total + FCS_OCTETS + self.credit_size - 1)
+                            >> exact_log2(self.credit_size))
+        ends = take & beat.last
+        with m.If(take):
+            m.d.sync += [in_frame.eq(~beat.last), octets.eq(total),
+                         words_in.eq(Mux(first, 1, words_in + 1))]
+            with m.If(first):
+                m.d.sync += discard.eq(0)
+        with m.If(writing):
+            m.d.sync += wr_ptr.eq(wr_ptr + 1)
+        with m.If(drop_now):
+            m.d.sync += [wr_ptr.eq(commit), discard.eq(1)]
+        dropping = drop_now | (take & discard & ~first)
+        m.d.comb += [
+            self.stored.eq(ends & ~dropping), self.stored_cost.eq(cost),
+            self.dropped.eq(ends & dropping), self.dropped_cost.eq(cost),
+            cost_wr.addr.eq(cost_in[:FW]), cost_wr.data.eq(cost), cost_wr.en.eq(self.stored),
+        ]
+        with m.If(self.stored):
+            m.d.sync += [commit.eq(wr_ptr + 1), cost_in.eq(cost_in + 1)]
+        with m.If(ends):
+            m.d.sync += discard.eq(0)
+
+        # --- reader: only committed words -----------------------------------------------------
+        sent_last = read_committed(m, rd, rd_ptr, commit, self.o)
+        m.d.comb += cost_head.addr.eq(cost_out[:FW])
+        with m.If(sent_last):
+            m.d.sync += cost_out.eq(cost_out + 1)
+        m.d.comb += [self.head_cost.eq(cost_head.data),
+                     self.popped.eq(sent_last), self.popped_cost.eq(cost_head.data)]
+        return m
