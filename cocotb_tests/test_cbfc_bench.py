@@ -13,7 +13,8 @@ FRAMES = 200
 
 KEYS = ("overflows", "lost", "throughput_by_credits", "throughput_fraction_of_best",
         "stall_cycles", "update_overhead_octets_per_s", "update_overhead_fraction",
-        "knee_credits", "bdp_credits", "rtt_cycles", "body_octets", "ecp5")
+        "knee_credits", "bdp_credits", "rtt_cycles", "body_octets", "ecp5",
+        "cbfc_tx_latency_cycles", "cbfc_rx_latency_cycles", "cbfc_update_to_frame_cycles")
 
 
 def framing_limit(body_octets, ifg=12):
@@ -32,6 +33,7 @@ def test_bench_cbfc_without_synthesis(tmp_path, cli, monkeypatch):
     result = json.loads(target.read_text())
     assert all(key in result for key in KEYS), set(KEYS) - set(result)
     assert result["ecp5"] is None
+    assert result["cbfc_tx_latency_cycles"] == result["cbfc_rx_latency_cycles"] == 2
     assert "knee" in out
 
     # Every point ran, carried traffic, and lost nothing.

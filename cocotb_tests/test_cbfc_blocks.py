@@ -5,75 +5,20 @@ overruns its buffer)."""
 
 import random
 
-from amaranth.sim import Simulator
-
 from ethlink.rtl.cbfc.cbfc_rx import CbfcRx
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
 from ethlink.rtl.cbfc.credit import frame_cost
-from ethlink.rtl.wire import CREDIT_PAYLOAD, LcwType
+from ethlink.rtl.wire import LcwType
+from ethlink.sim.cbfc_blocks import Clock, lcw, measure_latencies, run, send
 from ethlink.sim.cbfc_tb import vc_body
 
 
-def _beats(body):
-    chunks = [body[i:i + 8] for i in range(0, len(body), 8)]
-    return [(int.from_bytes(c.ljust(8, b"\0"), "little"), (1 << len(c)) - 1,
-             i == 0, i == len(chunks) - 1) for i, c in enumerate(chunks)]
-
-
-class Clock:
-    """Numbers the clock edges and records at which edge each watched stream transferred a
-    first beat (``firsts``) or a last beat (``lasts``), or an LCW was received (``lcws``)."""
-    def __init__(self, streams, lcw=None):
-        self.now = 0
-        self.streams = streams
-        self.lcw = lcw
-        self.firsts = {name: [] for name in streams}
-        self.lasts = {name: [] for name in streams}
-        self.lcws = []
-
-    async def process(self, ctx):
-        signals = [s for port in self.streams.values()
-                   for s in (port.valid, port.ready, port.payload.first, port.payload.last)]
-        if self.lcw is not None:
-            signals.append(self.lcw.valid)
-        async for _, _, *values in ctx.tick().sample(*signals):
-            self.now += 1
-            for k, name in enumerate(self.streams):
-                valid, ready, first, last = values[4 * k:4 * k + 4]
-                if valid and ready and first:
-                    self.firsts[name].append(self.now)
-                if valid and ready and last:
-                    self.lasts[name].append(self.now)
-            if self.lcw is not None and values[-1]:
-                self.lcws.append(self.now)
-
-
-async def send(ctx, clock, port, body):
-    """Offer ``body`` on packet stream ``port`` back to back."""
-    for data, keep, first, last in _beats(body):
-        ctx.set(port.valid, 1)
-        ctx.set(port.payload.data, data)
-        ctx.set(port.payload.keep, keep)
-        ctx.set(port.payload.first, first)
-        ctx.set(port.payload.last, last)
-        await ctx.tick().until(port.ready)
-    ctx.set(port.valid, 0)
-
-
-async def lcw(ctx, port, lcw_type, vc, credits):
-    ctx.set(port.valid, 1)
-    ctx.set(port.payload.type, lcw_type)
-    ctx.set(port.payload.payload, CREDIT_PAYLOAD.to_int(vc=vc, credits=credits))
-    await ctx.tick()
-    ctx.set(port.valid, 0)
-
-
-def run(dut, clock, bench):
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(clock.process)
-    sim.add_testbench(bench)
-    sim.run()
+def test_latencies_match_the_docstrings():
+    """What ``ethlink bench cbfc`` reports is what the blocks state."""
+    measured = measure_latencies()
+    assert measured == {"cbfc_tx_latency_cycles": CbfcTx.LATENCY,
+                        "cbfc_rx_latency_cycles": CbfcRx.LATENCY,
+                        "cbfc_update_to_frame_cycles": 2}, measured
 
 
 def test_cbfc_tx():

@@ -455,6 +455,8 @@ def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, 
     result.update(totals)
     result["overflows"] = sum(p["overruns"] for p in points)
     result["points"] = points
+    from .sim.cbfc_blocks import measure_latencies
+    result.update(measure_latencies())
     result["ecp5"] = None
     if synth:
         from .exports import generate_verilog
@@ -499,6 +501,10 @@ def _cbfc_table(result):
     lines.append(f"(cycles; loop = rtt + 3 frame times + update threshold of {threshold}; "
                  f"BDP = ceil(loop x 8 / {result['credit_size']}); framed: whole frames at "
                  f"their cost)")
+    lines.append(f"latency (cycles): CbfcTx last beat in -> first beat out "
+                 f"{result['cbfc_tx_latency_cycles']}, CbfcRx "
+                 f"{result['cbfc_rx_latency_cycles']}, CREDIT_UPDATE -> waiting frame out "
+                 f"{result['cbfc_update_to_frame_cycles']}")
     lines.append(f"best {result['best_throughput']:.3f} of line rate, framing limit "
                  f"{result['framing_limit']:.3f}; frames sent {result['frames_sent']}, "
                  f"delivered {result['frames_delivered']}, lost {result['lost']}, duplicated "

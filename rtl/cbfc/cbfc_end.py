@@ -63,8 +63,8 @@ class CbfcEnd(wiring.Component):
         stall cycles, frames received, overruns, occupancy high-water mark; and updates and
         SYNCs sent/received, bogus ones, leaked credits recovered, frames of unknown VCs.
 
-    Latency: CbfcTx (4 cycles from a frame's last beat in to its first beat out) + the link
-    + CbfcRx (3 cycles from a frame's last beat in to its first beat out); see docs/cbfc.md.
+    Latency: CbfcTx (:attr:`CbfcTx.LATENCY`, 2 cycles from a frame's last beat in to its first
+    beat out) + the link + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles likewise); docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
