@@ -13,7 +13,6 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from ethlink.rtl.link.llr_tx import TxState
 from ethlink.sim.cbfc_tb import (CBFC_PAIR_PARAMS, assert_flows_lossless, counters_report,
                                  flows, run_flows, vc_counter)
 from ethlink.sim.link_tb import counter, setup_pair, set_ber

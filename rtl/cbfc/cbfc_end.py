@@ -41,8 +41,8 @@ class CbfcEnd(wiring.Component):
     Parameters: ``vcs`` (1…8), ``credit_size`` (32, 64, 128 octets), ``tx_vc_octets`` (the
     transmit queue of each VC), ``rx_vc_octets`` (the receive buffer of each VC),
     ``rx_vc_credits`` (credits advertised per VC, 0: the whole buffer), ``update_threshold``
-    (0: an eighth of the credits advertised), ``update_period``, ``sync_period``, and every parameter of
-    :class:`LinkEnd`.
+    (0: an eighth of the credits advertised), ``update_period``, ``sync_period``, and every
+    parameter of :class:`LinkEnd`.
 
     Members
     -------

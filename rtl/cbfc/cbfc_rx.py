@@ -18,7 +18,6 @@ from .frame_fifo import FrameFifo, check_queue_octets
 
 __all__ = ["CbfcRx"]
 
-HELD_BITS = HELD_FRAME_BITS
 _VC_AT, _VC_BITS = CREDIT_PAYLOAD.offsets()["vc"]
 _CREDITS_AT, _ = CREDIT_PAYLOAD.offsets()["credits"]
 _FREE_BITS = 12
@@ -85,7 +84,7 @@ class CbfcRx(wiring.Component):
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
-            "llr_held": In(HELD_BITS),
+            "llr_held": In(HELD_FRAME_BITS),
             "credits_advertised": In(range(self.credits + 1)),
             "lcw_rx": In(stream.Signature(LcwLayout())),
             "lcw_tx": Out(stream.Signature(LcwLayout())),
@@ -160,7 +159,7 @@ class CbfcRx(wiring.Component):
             m.d.sync += to_free.eq(to_free + added - served)
 
         # --- CREDIT_SYNC, held behind the frames the LLR receiver held when it came ----------
-        arrived = Signal(HELD_BITS)
+        arrived = Signal(HELD_FRAME_BITS)
         with m.If(self.i.valid & beat.last):
             m.d.sync += arrived.eq(arrived + 1)
         lcw = self.lcw_rx
@@ -170,10 +169,11 @@ class CbfcRx(wiring.Component):
         pending = Signal(n)
         reached = Signal(n)
         values = [Signal(CREDIT_BITS, name=f"sync_value{v}") for v in range(n)]
-        targets = [Signal(HELD_BITS, name=f"sync_target{v}") for v in range(n)]
+        targets = [Signal(HELD_FRAME_BITS, name=f"sync_target{v}") for v in range(n)]
+        half = 1 << (HELD_FRAME_BITS - 1)
         for v in range(n):
             m.d.comb += reached[v].eq(pending[v]
-                                      & ((arrived - targets[v])[:HELD_BITS] < 1 << (HELD_BITS - 1)))
+                                      & ((arrived - targets[v])[:HELD_FRAME_BITS] < half))
         apply_vc = lowest_set(m, reached, n, "sync_apply_vc")
         m.d.comb += [credits.sync.eq(reached != 0), credits.sync_vc.eq(apply_vc)]
         for v in range(n):
