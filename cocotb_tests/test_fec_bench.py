@@ -27,6 +27,7 @@ def test_bench_fec_without_synthesis(tmp_path, cli):
         # for the channel's approximation of independent bit errors) of the analytical one.
         n, q = point["codewords"], codeword_error_rate(point["ber_measured"])
         errors = point["uncorrectable"] + point["miscorrected"]
+        assert abs(point["codeword_errors_expected"] - n * q) < 1e-9 * max(1, n * q), point
         assert abs(errors - n * q) <= 4 * sqrt(n * q * (1 - q)) + 3, point
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert "CER sim" in out

