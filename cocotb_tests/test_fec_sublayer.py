@@ -87,7 +87,8 @@ async def corrected_at_line_rate(dut):
     # Once the first word is out, one word per cycle.
     cycles = log_out.transfers[-1][0] - log_out.transfers[0][0] + 1
     assert cycles == len(words), f"{len(words)} words took {cycles} cycles"
-    assert int(dut.count_flipped_bits.value) > 0
+    assert 0 < int(dut.count_errored_beats.value) <= int(dut.count_flipped_bits.value)
+    assert int(dut.count_lost.value) == 0
     assert int(dut.count_uncorrectable_codewords.value) == 0
     assert int(dut.count_corrected_symbols.value) >= int(dut.count_corrected_codewords.value) > 0
     assert int(dut.count_overruns.value) == 0
@@ -122,6 +123,9 @@ async def uncorrectable_becomes_error_words(dut):
     assert all(w == ERROR_WORD for w in third), "the uncorrectable codeword is not all /E/"
     assert int(dut.count_uncorrectable_codewords.value) == 1
     assert int(dut.count_rx_unknown_types.value) == 0
+    # 300 consecutive bits cover 4 or 5 line beats of 80 bits.
+    assert int(dut.count_flipped_bits.value) == 300
+    assert int(dut.count_errored_beats.value) in (4, 5)
 
 
 @cocotb.test()

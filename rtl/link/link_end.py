@@ -238,10 +238,9 @@ class LinkPair(wiring.Component):
                 m.d.comb += link.bypass.eq(self.fec_bypass)
                 sender, receiver = link.tx, link.rx
                 controls = link
-                counters = {"count_flipped_bits": link.count_flipped_bits,
-                            "count_errored_beats": 0, "count_lost": 0,
-                            "count_uncorrectable_codewords": link.count_uncorrectable_codewords,
-                            "count_corrected_symbols": link.count_corrected_symbols}
+                counters = {name: getattr(link, name) for name in (
+                    *_PAIR_CHANNEL_COUNTERS, "count_uncorrectable_codewords",
+                    "count_corrected_symbols")}
                 m.d.comb += [sender.payload.data.eq(tx.txd), sender.payload.ctrl.eq(tx.txc)]
                 word = (receiver.payload.data, receiver.payload.ctrl)
             else:

@@ -163,7 +163,7 @@ class FecSublayer(wiring.Component):
         return m
 
 
-_CHANNEL_COUNTERS = ("count_flipped_bits", "count_overruns")
+_CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_lost", "count_overruns")
 
 
 class FecLink(wiring.Component):
@@ -180,7 +180,7 @@ class FecLink(wiring.Component):
         The channel's controls.
     count_* : Out(32)
         The receiver's counters (``count_tx_error_words`` from the transmitter);
-        the channel's flipped bits and overruns.
+        the channel's flipped bits, errored beats, lost beats (line down) and overruns.
 
     Latency: sublayer TX + ``delay`` + sublayer RX; measured by its test and reported in
     docs/fec.md. Throughput: one word per cycle.
