@@ -35,6 +35,17 @@ def _lcw(rng, vcs, near):
     return int(lcw_type), CREDIT_PAYLOAD.to_int(vc=vc, credits=value)
 
 
+def _check_lcw_and_counters(ctx, dut, offered, counts, cycle):
+    """The LCW the block offers and its counters equal the model's; True if it offers one."""
+    assert ctx.get(dut.lcw_tx.valid) == (offered is not None), cycle
+    if offered is not None:
+        assert (ctx.get(dut.lcw_tx.payload.type),
+                ctx.get(dut.lcw_tx.payload.payload)) == offered, cycle
+    for name, value in counts.items():
+        assert ctx.get(getattr(dut, name)) == value, (cycle, name)
+    return offered is not None
+
+
 def _run(dut, bench):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -80,14 +91,8 @@ def test_sender_matches_model(seed):
                 assert ctx.get(dut.limit[v]) == model.limit[v], (cycle, v)
                 assert ctx.get(dut.settled[v]) == model.settled[v], (cycle, v)
                 assert ctx.get(dut.count_stall_cycles[v]) == model.stalls[v], (cycle, v)
-            offered = model.lcw_tx()
-            assert ctx.get(dut.lcw_tx.valid) == (offered is not None), cycle
-            if offered is not None:
-                assert (ctx.get(dut.lcw_tx.payload.type),
-                        ctx.get(dut.lcw_tx.payload.payload)) == offered, cycle
+            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(), model.counts, cycle):
                 stats["syncs"] += ready
-            for name, value in model.counts.items():
-                assert ctx.get(getattr(dut, name)) == value, (cycle, name)
             granted = model.step(costs, waiting, take, take_vc, release, release_vc,
                                  release_cost, lcw, ready)
             assert ctx.get(dut.granted) == granted, cycle
@@ -144,14 +149,8 @@ def test_receiver_matches_model(seed, threshold):
                 assert ctx.get(dut.occupancy[v]) == model.occupancy(v), (cycle, v)
             assert ctx.get(dut.sync_ready) == model.sync_ready(arrive, arrive_vc, sync_vc)
             stats["deferred"] += sync and not model.sync_ready(arrive, arrive_vc, sync_vc)
-            offered = model.lcw_tx(credits)
-            assert ctx.get(dut.lcw_tx.valid) == (offered is not None), cycle
-            if offered is not None:
-                assert (ctx.get(dut.lcw_tx.payload.type),
-                        ctx.get(dut.lcw_tx.payload.payload)) == offered, cycle
+            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(credits), model.counts, cycle):
                 stats["updates"] += ready
-            for name, value in model.counts.items():
-                assert ctx.get(getattr(dut, name)) == value, (cycle, name)
             model.step(arrive, arrive_vc, arrive_cost, drain, drain_vc, drain_cost, sync,
                        sync_vc, sync_value, ready, credits)
             await ctx.tick()
