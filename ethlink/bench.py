@@ -15,6 +15,10 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
   advertised at several line delays, the knee beside the bandwidth-delay product, credit
   stalls, the overhead of CREDIT_UPDATE/SYNC, loss and overflow checks, and the ECP5 figures of
   one CBFC link end.
+* ``switch``: the switch forwarding core (spec §10, §11): zero-load port-to-port latency,
+  saturation throughput under uniform random traffic beside a plain FIFO input-queued
+  baseline built from the same core, latency against offered load (PNG plot), every frame
+  checked against the golden model (lost, reordered), and the ECP5 figures at radix 4 and 8.
 """
 
 import json
@@ -23,7 +27,8 @@ from pathlib import Path
 
 from .toolchain import build_cache_dir
 
-__all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "codeword_error_rate",
+__all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "bench_switch",
+           "codeword_error_rate",
            "replay_buffer_octets", "cbfc_credit_loop", "register"]
 
 BEAT_WIDTHS = (8, 16, 32, 64)
@@ -523,13 +528,145 @@ def _cbfc_table(result):
     return "\n".join(lines)
 
 
+#: Offered loads (fractions of the line rate) of the latency sweep.
+SWITCH_LOADS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9)
+#: Traffic mixes of the saturation runs (sim/switch_bench.py): "ls" (L/S requests and
+#: responses, 14 to 270 octets) is the headline, "mixed" adds RDMA packets up to 1 KiB.
+SWITCH_MIXES = ("ls", "mixed")
+#: Radices synthesised for the ECP5.
+SWITCH_SYNTH_RADICES = (4, 8)
+
+
+def _run_switch_bench(params, testcase, scenario=None):
+    from .sim.runner import run_bench
+    return run_bench("switch_core", "ethlink.sim.switch_bench", params, testcase=testcase,
+                     scenario=scenario, prefix="bench-switch-")
+
+
+def _plot_switch(sweeps, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, points in sweeps.items():
+        points = [p for p in points if p["latency_mean_cycles"] is not None]
+        ax.plot([p["throughput"] for p in points], [p["latency_mean_cycles"] for p in points],
+                "o-", label=f"{name}: mean")
+        ax.plot([p["throughput"] for p in points], [p["latency_p99_cycles"] for p in points],
+                "x--", label=f"{name}: 99th percentile")
+    ax.set_yscale("log")
+    ax.set_xlabel("delivered load (fraction of line rate)")
+    ax.set_ylabel("latency, first octet in to first octet out (cycles)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left")
+    ax.set_title("switch_core radix 8, uniform random L/S traffic")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bench_switch(synth=True, device="LFE5UM5G-85F", plot=None, window=20000):
+    """Figures of ``switch_core`` at its defaults (radix 8), against the same core built as a
+    FIFO input-queued switch (``fifo=1``), every port paced like its link (default gap)."""
+    from .rtl.switch.core import SwitchCore, ZERO_LOAD_LATENCY
+    default = SwitchCore()
+    zero = _run_switch_bench({}, "zero_load")
+    if zero["latencies"] != [ZERO_LOAD_LATENCY] or zero["lost"] or zero["errors"]:
+        raise RuntimeError(f"zero-load run differs from the contract: {zero}")
+    builds = {"voq": {}, "fifo": {"fifo": 1}}
+    saturation = {name: {mix: _run_switch_bench(params, "load_point",
+                                                {"load": None, "window": window, "mix": mix})
+                         for mix in SWITCH_MIXES}
+                  for name, params in builds.items()}
+    sweeps = {name: [_run_switch_bench(params, "load_point",
+                                       {"load": load, "window": window // 2, "mix": "ls"})
+                     for load in SWITCH_LOADS] + [saturation[name]["ls"]]
+              for name, params in builds.items()}
+    runs = [point for points in sweeps.values() for point in points] + [
+        saturation[name]["mixed"] for name in builds]
+    result = {
+        "radix": default.radix,
+        "vc_classes": default.vc_classes,
+        "voq_beats": default.voq_beats,
+        "egress_beats": default.egress_beats,
+        "iterations": default.iterations,
+        "zero_load_latency_cycles": zero["latencies"][0],
+        "saturation_throughput": saturation["voq"]["ls"]["throughput"],
+        "fifo_baseline_throughput": saturation["fifo"]["ls"]["throughput"],
+        "saturation_throughput_by_mix": {
+            name: {mix: point["throughput"] for mix, point in by_mix.items()}
+            for name, by_mix in saturation.items()},
+        "lost": sum(p["lost"] for p in runs) + zero["lost"],
+        "reordered": sum(p["reordered"] for p in runs),
+        "check_errors": sum(p["errors"] for p in runs),
+        "window_cycles": window,
+        "latency_by_load": sweeps,
+        "ecp5": {} if synth else None, "device": device if synth else None,
+    }
+    if synth:
+        from .exports import generate_verilog
+        from .synth import synthesize
+        for radix in SWITCH_SYNTH_RADICES:
+            try:
+                figures = synthesize(generate_verilog("switch_core", {"radix": radix}),
+                                     "switch_core", device=device)
+            except RuntimeError as error:
+                result["ecp5"][radix] = {"error": str(error).splitlines()[0]}
+                continue
+            result["ecp5"][radix] = {key: figures[key] for key in (
+                "fmax_mhz", "lut", "ff", "ebr", "lutram", "seconds")}
+    plot = Path(plot) if plot else build_cache_dir() / "bench_switch.png"
+    plot.parent.mkdir(parents=True, exist_ok=True)
+    _plot_switch(sweeps, plot)
+    result["plot"] = str(plot)
+    return result
+
+
+def _switch_table(result):
+    lines = [f"switch_core radix {result['radix']}, {result['vc_classes']} VC classes, "
+             f"{result['voq_beats']}-beat VOQs, iSLIP {result['iterations']} iteration(s); "
+             f"ports paced like their links",
+             f"zero-load latency (first octet in -> first octet out): "
+             f"{result['zero_load_latency_cycles']} cycles",
+             f"saturation throughput, uniform random L/S traffic: "
+             f"{result['saturation_throughput']:.3f} of line rate (FIFO input-queued baseline: "
+             f"{result['fifo_baseline_throughput']:.3f}); with RDMA packets up to 1 KiB: "
+             f"{result['saturation_throughput_by_mix']['voq']['mixed']:.3f} (baseline "
+             f"{result['saturation_throughput_by_mix']['fifo']['mixed']:.3f})",
+             f"lost {result['lost']}, reordered {result['reordered']}, other check errors "
+             f"{result['check_errors']}",
+             "",
+             f"{'build':>5} {'offered':>8} {'delivered':>9} {'mean lat':>9} {'p99 lat':>8}"]
+    for name, points in result["latency_by_load"].items():
+        for p in points:
+            offered = "sat" if p["offered_load"] is None else f"{p['offered_load']:.2f}"
+            mean = p["latency_mean_cycles"]
+            lines.append(f"{name:>5} {offered:>8} {p['throughput']:>9.3f} "
+                         f"{mean if mean is None else round(mean, 1):>9} "
+                         f"{p['latency_p99_cycles']:>8}")
+    if result["ecp5"]:
+        lines.append("")
+        for radix, e in result["ecp5"].items():
+            if "error" in e:
+                lines.append(f"ECP5 radix {radix}: {e['error']}")
+            else:
+                lines.append(f"ECP5 {result['device']} radix {radix}: {e['fmax_mhz']:.1f} MHz, "
+                             f"{e['lut']} LUT, {e['ff']} FF, {e['ebr']} EBR, "
+                             f"{e['lutram']} LUT RAM")
+    lines.append(f"plot: {result['plot']}")
+    return "\n".join(lines)
+
+
 BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link,
-           "cbfc": bench_cbfc}
-TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table, "cbfc": _cbfc_table}
+           "cbfc": bench_cbfc, "switch": bench_switch}
+TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table, "cbfc": _cbfc_table,
+          "switch": _switch_table}
 
 
 def _run(args):
     options = ({"plot": args.plot, "codewords": args.codewords} if args.name == "fec"
+               else {"plot": args.plot} if args.name == "switch"
                else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
                else {"frames": args.frames} if args.name == "cbfc"
                else {})
@@ -550,7 +687,8 @@ def register(subparsers):
     p.add_argument("--no-synth", action="store_true", help="skip the FPGA builds")
     p.add_argument("--device", default="LFE5UM5G-85F")
     p.add_argument("--plot", metavar="FILE.png",
-                   help="fec: where to write the BER plot (default: in the build folder)")
+                   help="fec: where to write the BER plot, switch: the latency plot (default: in "
+                        "the build folder)")
     p.add_argument("--codewords", type=int, default=1500, metavar="N",
                    help="fec: codewords per bit error rate of the sweep (default: 1500)")
     p.add_argument("--frames", type=int, default=300, metavar="N",

@@ -27,6 +27,9 @@ from ethlink.rtl.stream import check_beat_octets
 from ethlink.rtl.cbfc.credit import check_credit_size, check_vcs, MAX_VCS
 from ethlink.rtl.cbfc.frame_fifo import check_queue_octets
 from ethlink.rtl.config import check_int_range
+from ethlink.rtl.switch.allocator import MAX_ITERATIONS
+from ethlink.rtl.switch.core import check_radix, check_egress_beats, MAX_RADIX
+from ethlink.rtl.switch.voq import check_voq_beats, check_vc_classes
 
 from .params import parse_params
 
@@ -226,6 +229,23 @@ EXPORTS = {export.name: export for export in (
            params={**_PAIR,
                    **_CBFC, **_LINK_END},
            prefixes={**_vc_prefixes("_a"), **_vc_prefixes("_b")}),
+    Export("switch_core", "ethlink.rtl.switch.core:SwitchCore",
+           "switch forwarding core: route/partition/source checks, VOQs, iSLIP crossbar, "
+           "cut-through, CSR bus",
+           params={
+               "radix": (8, "ports, 2 to 16", check_radix),
+               "vc_classes": (2, "queues per (ingress, egress): 1, 2, 4 or 8",
+                              check_vc_classes),
+               "voq_beats": (256, "8-octet beats per virtual output queue (power of two, "
+                                  "16 to 4096)", check_voq_beats),
+               "iterations": (1, "iSLIP iterations per cycle, 1 to 4",
+                              lambda v: check_int_range("iterations", v, 1, MAX_ITERATIONS)),
+               "fifo": (0, "1: one FIFO per ingress instead of VOQs (baseline)", _check_flag),
+               "egress_beats": (32, "beats of FIFO between the crossbar and each output, "
+                                    "4 to 1024", check_egress_beats),
+           },
+           prefixes={**{f"i{p}": f"s_axis_p{p}" for p in range(MAX_RADIX)},
+                     **{f"o{p}": f"m_axis_p{p}" for p in range(MAX_RADIX)}}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

@@ -1,0 +1,131 @@
+"""The crossbar allocator: iSLIP over the virtual output queues.
+
+Ref: N. McKeown, "The iSLIP scheduling algorithm for input-queued switches", IEEE/ACM ToN 7(2),
+1999. Each iteration is request → grant (every free output picks one requesting input, round
+robin from its grant pointer) → accept (every input picks one granting output, round robin from
+its accept pointer). Pointers move one past the partner only for matches made in the first
+iteration, which is what desynchronises the outputs and gives iSLIP its 100 % throughput under
+uniform traffic.
+"""
+
+from amaranth.hdl import Module, Signal, Const, Cat, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import check_int_range
+
+__all__ = ["IslipAllocator", "round_robin", "one_hot_index", "MAX_ITERATIONS"]
+
+#: iSLIP converges in at most log2(N) iterations on average; 4 covers radix 16.
+MAX_ITERATIONS = 4
+
+
+def round_robin(m, requests, pointer, name):
+    """One-hot grant of the first set bit of ``requests`` at or after index ``pointer``,
+    wrapping round (combinational). ``requests`` is an N-bit value, ``pointer`` an index."""
+    n = len(requests)
+    at_or_after = Signal(n, name=f"{name}_mask")
+    masked = Signal(n, name=f"{name}_masked")
+    grant = Signal(n, name=f"{name}_grant")
+    m.d.comb += [
+        at_or_after.eq(Const((1 << n) - 1, n) << pointer),
+        masked.eq(requests & at_or_after),
+    ]
+    # x & -x keeps the lowest set bit of x.
+    with m.If(masked.any()):
+        m.d.comb += grant.eq(masked & (~masked + 1))
+    with m.Else():
+        m.d.comb += grant.eq(requests & (~requests + 1))
+    return grant
+
+
+def one_hot_index(one_hot):
+    """Index of the set bit of a one-hot value (0 when none is set; combinational)."""
+    width = max(1, (len(one_hot) - 1).bit_length())
+    index = Const(0, width)
+    for i, bit in enumerate(one_hot):
+        index = index | Cat(*(bit & ((i >> k) & 1) for k in range(width)))
+    return index
+
+
+class IslipAllocator(wiring.Component):
+    """Matches free inputs to free outputs, ``iterations`` iSLIP iterations in one cycle.
+
+    Members
+    -------
+    request : In(radix * radix)
+        ``request[radix * i + j]``: input ``i`` has a frame for output ``j`` and is free.
+    urgent : In(radix * radix)
+        ``urgent[radix * i + j]``: that request holds up input ``i``'s ingress (its queue is
+        full). Outputs grant urgent requests first, so a full queue stops its ingress for as
+        short a time as possible; among urgent requests, and among the others, iSLIP's round
+        robin decides.
+    out_free : In(radix)
+        Output ``j`` is not carrying a frame.
+    match : Out(radix * radix)
+        ``match[radix * i + j]``: input ``i`` is connected to output ``j`` (combinational; at
+        most one bit per input and per output). The caller registers it.
+
+    The pointers advance in the cycle of the match. Latency: combinational (the core registers
+    the match, so a request seen in cycle *t* starts reading in cycle *t + 1*).
+    """
+    def __init__(self, radix, iterations=1):
+        self.radix = check_int_range("radix", radix, 2, 16)
+        self.iterations = check_int_range("iterations", iterations, 1, MAX_ITERATIONS)
+        super().__init__({
+            "request": In(radix * radix),
+            "urgent": In(radix * radix),
+            "out_free": In(radix),
+            "match": Out(radix * radix),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.radix
+        grant_ptr = [Signal(range(n), name=f"grant_ptr{j}") for j in range(n)]
+        accept_ptr = [Signal(range(n), name=f"accept_ptr{i}") for i in range(n)]
+
+        in_matched = Const(0, n)
+        out_matched = ~self.out_free
+        matches = []
+        for it in range(self.iterations):
+            # Grant: output j picks among the unmatched inputs that request it.
+            grants = []   # grants[j]: one-hot over inputs
+            for j in range(n):
+                wanting = Cat(*(self.request[n * i + j] for i in range(n))) & ~in_matched
+                wanting = wanting & ~out_matched[j].replicate(n)
+                urgent = wanting & Cat(*(self.urgent[n * i + j] for i in range(n)))
+                chosen = Signal(n, name=f"it{it}_out{j}_chosen")
+                m.d.comb += chosen.eq(Mux(urgent.any(), urgent, wanting))
+                grants.append(round_robin(m, chosen, grant_ptr[j], f"it{it}_out{j}"))
+            # Accept: input i picks among the outputs that granted it.
+            accepts = []  # accepts[i]: one-hot over outputs
+            for i in range(n):
+                offered = Cat(*(grants[j][i] for j in range(n)))
+                accepts.append(round_robin(m, offered, accept_ptr[i], f"it{it}_in{i}"))
+            new = Signal(n * n, name=f"it{it}_match")
+            m.d.comb += new.eq(Cat(*accepts))
+            matches.append(new)
+            in_matched = in_matched | Cat(*(accepts[i].any() for i in range(n)))
+            out_matched = out_matched | Cat(*(
+                Cat(*(accepts[i][j] for i in range(n))).any() for j in range(n)))
+            if it == 0:
+                for i in range(n):
+                    with m.If(accepts[i].any()):
+                        j = one_hot_index(accepts[i])
+                        m.d.sync += accept_ptr[i].eq(wrap_next(j, n))
+                for j in range(n):
+                    accepted = Cat(*(accepts[i][j] for i in range(n)))
+                    with m.If(accepted.any()):
+                        m.d.sync += grant_ptr[j].eq(wrap_next(one_hot_index(accepted), n))
+
+        total = matches[0]
+        for extra in matches[1:]:
+            total = total | extra
+        m.d.comb += self.match.eq(total)
+        return m
+
+
+def wrap_next(index, n):
+    """``(index + 1) mod n`` for an index below ``n`` (combinational)."""
+    return Mux(index == n - 1, 0, index + 1)

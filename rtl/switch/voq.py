@@ -1,0 +1,213 @@
+"""The input buffer of one switch port: virtual output queues in one block RAM, and the reader
+that sends one frame at a time through the crossbar."""
+
+from amaranth.hdl import Module, Signal, Cat, Mux
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from ..link.layouts import MAC_BEAT_OCTETS
+from .allocator import round_robin, one_hot_index
+
+__all__ = ["BufferWordLayout", "VoqBuffer", "check_voq_beats", "check_vc_classes"]
+
+
+class BufferWordLayout(data.StructLayout):
+    """One stored beat: the octets, how many of them are valid (``keep`` as a count, so a
+    word fits a 72-bit block RAM row), and the frame's last-beat flag."""
+    def __init__(self):
+        super().__init__({
+            "data": 8 * MAC_BEAT_OCTETS,
+            "count": range(MAC_BEAT_OCTETS + 1),
+            "last": 1,
+        })
+
+
+def check_voq_beats(value):
+    if (isinstance(value, bool) or not isinstance(value, int) or value & (value - 1)
+            or not 16 <= value <= 4096):
+        raise ValueError(f"voq_beats must be a power of two from 16 to 4096, not {value!r}")
+    return value
+
+
+def check_vc_classes(value):
+    if value not in (1, 2, 4, 8):
+        raise ValueError(f"vc_classes must be 1, 2, 4 or 8, not {value!r}")
+    return value
+
+
+class VoqBuffer(wiring.Component):
+    """``radix * vc_classes`` queues of ``voq_beats`` beats each, one per (egress port, VC
+    class), in one block RAM; or, with ``fifo``, the same RAM as a single first-in first-out
+    queue (the head-of-line-blocking baseline).
+
+    Write side (the ingress): a beat on ``w_word`` goes to queue ``w_queue`` when ``w_en``; the
+    ingress writes only to a queue whose ``room`` bit is set. In ``fifo`` mode ``w_queue`` is
+    ignored and the egress port of a frame is given with its first beat (``w_first``,
+    ``w_egress``).
+
+    Read side (the crossbar): ``request[j]`` says the buffer is free and has a frame (or, in
+    cut-through, the first beats of one) for egress ``j``. ``grant`` with ``grant_egress``
+    connects it to that egress: it picks a VC class round robin among those with a frame for
+    it and sends that frame's beats on ``r_*``, one per cycle while the beat is stored and
+    ``egress_room`` allows, until the last beat (``r_valid & r_word.last``), which releases the
+    connection. A frame is never interleaved with another.
+
+    Members
+    -------
+    w_en, w_first : In(1); w_queue : In(range(queues)); w_egress : In(range(radix))
+    w_word : In(BufferWordLayout())
+    room : Out(queues)
+        Queue ``q`` can take a beat this cycle (a register).
+    request : Out(radix)
+    grant : In(1); grant_egress : In(range(radix))
+    busy : Out(1)
+        Connected (from the cycle after ``grant`` to the cycle after the last beat).
+    egress_room : In(radix)
+        The egress can take a beat read now (it lands there two cycles later).
+    r_valid : Out(1); r_egress : Out(range(radix)); r_word : Out(BufferWordLayout())
+        A beat read from the RAM, for egress ``r_egress``.
+
+    Latency: a beat written in cycle *t* counts in ``request`` in *t + 1*; after ``grant`` in
+    cycle *g*, the first read is issued in *g + 1* and its beat is on ``r_*`` in *g + 2*.
+    Throughput: one beat per cycle in and out at the same time; between two frames read by
+    one buffer, 2 cycles without a read (release, then the next grant).
+    """
+    def __init__(self, *, radix, vc_classes, voq_beats, fifo=False):
+        self.radix = radix
+        self.vc_classes = check_vc_classes(vc_classes)
+        self.voq_beats = check_voq_beats(voq_beats)
+        self.fifo = bool(fifo)
+        self.queues = 1 if fifo else radix * vc_classes
+        self.capacity = voq_beats * radix * vc_classes // self.queues
+        word = BufferWordLayout()
+        super().__init__({
+            "w_en": In(1), "w_first": In(1),
+            "w_queue": In(range(max(2, self.queues))), "w_egress": In(range(radix)),
+            "w_word": In(word),
+            "room": Out(self.queues),
+            "request": Out(radix),
+            "grant": In(1), "grant_egress": In(range(radix)),
+            "busy": Out(1),
+            "egress_room": In(radix),
+            "r_valid": Out(1), "r_egress": Out(range(radix)), "r_word": Out(word),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        radix, classes, queues, cap = self.radix, self.vc_classes, self.queues, self.capacity
+        offset_bits = exact_log2(cap)
+        queue_bits = exact_log2(queues) if queues > 1 else 0
+
+        m.submodules.ram = ram = Memory(shape=BufferWordLayout(), depth=cap * queues, init=[])
+        wport = ram.write_port()
+        rport = ram.read_port()   # synchronous; address from registers only
+
+        tails = [Signal(offset_bits, name=f"tail{q}") for q in range(queues)]
+        heads = [Signal(offset_bits, name=f"head{q}") for q in range(queues)]
+        counts = [Signal(range(cap + 1), name=f"count{q}") for q in range(queues)]
+        # "Has a beat" and "has room" are registered, computed from the next fill level: they
+        # feed the allocator and the ingress's stall logic, which must start from registers.
+        nonempty = Signal(queues)
+        room = Signal(queues, init=(1 << queues) - 1)
+        m.d.comb += self.room.eq(room)
+
+        # --- write side -------------------------------------------------------------------
+        w_queue = self.w_queue if queues > 1 else 0
+        w_tail = Signal(offset_bits)
+        with m.Switch(w_queue):
+            for q in range(queues):
+                with m.Case(q):
+                    m.d.comb += w_tail.eq(tails[q])
+        m.d.comb += [
+            wport.addr.eq(Cat(w_tail, w_queue) if queue_bits else w_tail),
+            wport.data.eq(self.w_word),
+            wport.en.eq(self.w_en),
+        ]
+
+        # --- reader -----------------------------------------------------------------------
+        busy = self.busy
+        cur_queue = Signal(range(max(2, queues)))
+        cur_head = Signal(offset_bits)
+        rd_valid = self.r_valid
+        done = Signal()
+        issue = Signal()
+        has_beat = Signal()
+        with m.Switch(cur_queue):
+            for q in range(queues):
+                with m.Case(q):
+                    m.d.comb += has_beat.eq(nonempty[q])
+        room_here = Signal()
+        with m.Switch(self.r_egress):
+            for j in range(radix):
+                with m.Case(j):
+                    m.d.comb += room_here.eq(self.egress_room[j])
+        m.d.comb += [
+            self.r_word.eq(rport.data),
+            done.eq(rd_valid & self.r_word.last),
+            # Stop at a frame's end: the beat after it belongs to the next frame.
+            issue.eq(busy & ~done & has_beat & room_here),
+            rport.addr.eq(Cat(cur_head, cur_queue) if queue_bits else cur_head),
+        ]
+        m.d.sync += rd_valid.eq(issue)
+        with m.If(issue):
+            m.d.sync += cur_head.eq(cur_head + 1)
+        with m.If(done):
+            m.d.sync += busy.eq(0)
+            with m.Switch(cur_queue):
+                for q in range(queues):
+                    with m.Case(q):
+                        m.d.sync += heads[q].eq(cur_head)
+
+        for q in range(queues):
+            write_here = self.w_en & (w_queue == q)
+            read_here = issue & (cur_queue == q)
+            with m.If(write_here):
+                m.d.sync += tails[q].eq(tails[q] + 1)
+            level = Signal(range(cap + 1), name=f"level{q}")
+            m.d.comb += level.eq(counts[q] + write_here - read_here)
+            m.d.sync += [counts[q].eq(level), nonempty[q].eq(level != 0),
+                         room[q].eq(level != cap)]
+
+        # --- requests and grant -----------------------------------------------------------
+        if self.fifo:
+            # Each frame's egress, in order: the head frame alone may request (HOL blocking).
+            # Frames the switch forwards have at least 2 beats, so cap / 2 entries suffice.
+            m.submodules.frames = frames = SyncFIFO(width=len(self.w_egress), depth=cap // 2)
+            m.d.comb += [
+                frames.w_en.eq(self.w_en & self.w_first),
+                frames.w_data.eq(self.w_egress),
+                frames.r_en.eq(done),
+            ]
+            head_egress = frames.r_data
+            m.d.comb += self.request.eq(Cat(*(
+                ~busy & frames.r_rdy & (head_egress == j) for j in range(radix))))
+            with m.If(self.grant):
+                m.d.sync += [busy.eq(1), cur_queue.eq(0), cur_head.eq(heads[0]),
+                             self.r_egress.eq(self.grant_egress)]
+        else:
+            m.d.comb += self.request.eq(Cat(*(
+                ~busy & nonempty[j * classes:(j + 1) * classes].any() for j in range(radix))))
+            class_ptr = Signal(range(classes))
+            with m.If(self.grant):
+                m.d.sync += [busy.eq(1), self.r_egress.eq(self.grant_egress)]
+                with m.Switch(self.grant_egress):
+                    for j in range(radix):
+                        with m.Case(j):
+                            ready = nonempty[j * classes:(j + 1) * classes]
+                            if classes > 1:
+                                pick = one_hot_index(round_robin(m, ready, class_ptr,
+                                                                 f"class_e{j}"))
+                                m.d.sync += class_ptr.eq(Mux(pick == classes - 1, 0,
+                                                             pick + 1))
+                                queue = j * classes + pick
+                                m.d.sync += cur_queue.eq(queue)
+                                with m.Switch(queue):
+                                    for q in range(j * classes, (j + 1) * classes):
+                                        with m.Case(q):
+                                            m.d.sync += cur_head.eq(heads[q])
+                            else:
+                                m.d.sync += [cur_queue.eq(j), cur_head.eq(heads[j])]
+        return m
