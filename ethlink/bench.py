@@ -569,8 +569,9 @@ def _plot_switch(sweeps, path):
 def bench_switch(synth=True, device="LFE5UM5G-85F", plot=None, window=20000):
     """Figures of ``switch_core`` at its defaults (radix 8), against the same core built as a
     FIFO input-queued switch (``fifo=1``), every port paced like its link (default gap)."""
-    from .rtl.switch.core import SwitchCore, ZERO_LOAD_LATENCY
-    default = SwitchCore()
+    from .exports import EXPORTS
+    from .rtl.switch.core import ZERO_LOAD_LATENCY
+    default = EXPORTS["switch_core"].resolve_params({})
     zero = _run_switch_bench({}, "zero_load")
     if zero["latencies"] != [ZERO_LOAD_LATENCY] or zero["lost"] or zero["errors"]:
         raise RuntimeError(f"zero-load run differs from the contract: {zero}")
@@ -586,11 +587,11 @@ def bench_switch(synth=True, device="LFE5UM5G-85F", plot=None, window=20000):
     runs = [point for points in sweeps.values() for point in points] + [
         saturation[name]["mixed"] for name in builds]
     result = {
-        "radix": default.radix,
-        "vc_classes": default.vc_classes,
-        "voq_beats": default.voq_beats,
-        "egress_beats": default.egress_beats,
-        "iterations": default.iterations,
+        "radix": default["radix"],
+        "vc_classes": default["vc_classes"],
+        "voq_beats": default["voq_beats"],
+        "egress_beats": default["egress_beats"],
+        "iterations": default["iterations"],
         "zero_load_latency_cycles": zero["latencies"][0],
         "saturation_throughput": saturation["voq"]["ls"]["throughput"],
         "fifo_baseline_throughput": saturation["fifo"]["ls"]["throughput"],

@@ -1,15 +1,13 @@
 """The switch's register map, defined once: the gateware decodes it, the golden model and the
 tests program through it, and ``docs/switch.md`` describes it.
 
-The bus (:class:`CsrSignature`) is a plain synchronous one: a word address, a 32-bit write
-strobe with data, and a read strobe whose data comes back on ``rdata`` with ``rvalid`` in the
-next cycle. Writes take effect at the end of the cycle they are strobed in.
+The bus (the ``csr_*`` ports of :class:`~.core.SwitchCore`) is a plain synchronous one: a
+word address, a 32-bit write strobe with data, and a read strobe whose data comes back on
+``csr_rdata`` with ``csr_rvalid`` in the next cycle. Writes take effect at the end of the
+cycle they are strobed in.
 """
 
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
-
-__all__ = ["CsrSignature", "ADDR_BITS", "ID", "ID_VALUE", "PARAMS", "PORT_CONFIG", "ROUTE",
+__all__ = ["ADDR_BITS", "ID", "ID_VALUE", "PARAMS", "PORT_CONFIG", "ROUTE",
            "PARTITION", "COUNTERS", "PORT_COUNTERS", "COUNTER_STRIDE", "ROUTE_VALID_BIT",
            "SRC_CHECK_BIT", "NO_ENDPOINT", "ENDPOINT_IDS", "PARTITION_BITS"]
 
@@ -44,12 +42,3 @@ ENDPOINT_IDS = 4096
 #: Spec §3: the id that means "no endpoint"; a port's attached id after reset.
 NO_ENDPOINT = 0xFFF
 
-
-class CsrSignature(wiring.Signature):
-    """The register bus, seen from the switch (the host drives ``addr``, ``we``, ``wdata``,
-    ``re``)."""
-    def __init__(self):
-        super().__init__({
-            "addr": In(ADDR_BITS), "we": In(1), "wdata": In(32), "re": In(1),
-            "rdata": Out(32), "rvalid": Out(1),
-        })

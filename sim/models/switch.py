@@ -15,17 +15,13 @@ from dataclasses import dataclass
 from ...rtl.switch import csr
 from ...rtl.wire import OEFH, Opcode, LsSize, OEFH_VERSION
 
-__all__ = ["SwitchModel", "Decision", "DROP_REASONS", "vc_class"]
+__all__ = ["SwitchModel", "Decision", "DROP_REASONS"]
 
 #: Drop reasons, in the order the checks apply (the first that applies counts).
 DROP_REASONS = ("malformed", "spoofed", "unroutable", "partition")
 
 #: The switch decides on the first 8-octet beat; a frame that ends there is malformed.
 DECISION_OCTETS = 8
-
-
-def vc_class(vc, vc_classes):
-    return vc % vc_classes
 
 
 @dataclass(frozen=True)
