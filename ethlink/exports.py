@@ -30,6 +30,8 @@ from ethlink.rtl.config import check_int_range
 from ethlink.rtl.switch.allocator import MAX_ITERATIONS
 from ethlink.rtl.switch.core import check_radix, check_egress_beats, MAX_RADIX
 from ethlink.rtl.switch.voq import check_voq_beats, check_vc_classes
+from ethlink.rtl.nic.axi import check_addr_width
+from ethlink.rtl.nic.ls_responder import check_windows
 
 from .params import parse_params
 
@@ -246,6 +248,15 @@ EXPORTS = {export.name: export for export in (
            },
            prefixes={**{f"i{p}": f"s_axis_p{p}" for p in range(MAX_RADIX)},
                      **{f"o{p}": f"m_axis_p{p}" for p in range(MAX_RADIX)}}),
+    Export("path_select", "ethlink.rtl.nic.path_select:PathSelect",
+           "multipath path selection: (dst, entropy, reachable) -> port or none, CRC-16 hash, "
+           "one per cycle, fixed latency (spec §9, §12)"),
+    Export("nic_ls_target", "ethlink.rtl.nic.ls_responder:LsTarget",
+           "NIC Load/Store target: parser, memory windows, AXI4 manager port, responses",
+           params={**_BEAT,
+                   "windows": (8, "memory windows, 8 to 16", check_windows),
+                   "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width)},
+           prefixes={"i": "s_axis", "o": "m_axis"}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

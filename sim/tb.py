@@ -118,13 +118,15 @@ class TransferLog:
 
     ``transfers`` is a list of ``(cycle, tlast)`` (``tlast`` is 1 on streams without it), and
     ``frame_starts`` lists the cycle of the first beat of each packet. ``prefix`` names an
-    AXI4-Stream port (``PREFIX_tvalid``...) or a tap (``PREFIX_valid``...).
+    AXI4-Stream port (``PREFIX_tvalid``...), a tap (``PREFIX_valid``...) or an AXI4 channel
+    (``m_axi_ar`` for ``m_axi_arvalid``...).
     """
     def __init__(self, dut, prefix, counter):
-        t = "t" if hasattr(dut, f"{prefix}_tvalid") else ""
-        self.valid = getattr(dut, f"{prefix}_{t}valid")
-        self.ready = getattr(dut, f"{prefix}_{t}ready")
-        self.last = getattr(dut, f"{prefix}_{t}last", None)
+        # AXI4-Stream (``_t``), a tap (``_``) or an AXI4 channel (``m_axi_ar`` → ``arvalid``).
+        sep = next((sep for sep in ("_t", "_") if hasattr(dut, f"{prefix}{sep}valid")), "")
+        self.valid = getattr(dut, f"{prefix}{sep}valid")
+        self.ready = getattr(dut, f"{prefix}{sep}ready")
+        self.last = getattr(dut, f"{prefix}{sep}last", None)
         self.counter = counter
         self.clk = dut.clk
         self.transfers = []

@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..config import check_int_range
+from ..regbus import register_bus_members, register_reads
 from ..link.layouts import MAC_BEAT_OCTETS
 from ..stream import PacketStream, SaturatingCounter, count_to_keep, COUNTER_WIDTH
 from . import csr
@@ -97,8 +98,7 @@ class SwitchCore(wiring.Component):
         super().__init__({
             **{f"i{p}": In(PacketStream(MAC_BEAT_OCTETS)) for p in range(radix)},
             **{f"o{p}": Out(PacketStream(MAC_BEAT_OCTETS)) for p in range(radix)},
-            "csr_addr": In(csr.ADDR_BITS), "csr_we": In(1), "csr_wdata": In(32),
-            "csr_re": In(1), "csr_rdata": Out(32), "csr_rvalid": Out(1),
+            **register_bus_members(csr.ADDR_BITS),
         })
 
     def elaborate(self, platform):
@@ -221,18 +221,11 @@ class SwitchCore(wiring.Component):
                                           for ing in ingresses]
         params = (n | self.vc_classes << 8 | exact_log2(self.voq_beats) << 12
                   | self.fifo << 16 | self.iterations << 17)
-        m.d.sync += [self.csr_rvalid.eq(self.csr_re), self.csr_rdata.eq(0)]
-        with m.If(self.csr_re):
-            with m.Switch(addr):
-                with m.Case(csr.ID):
-                    m.d.sync += self.csr_rdata.eq(csr.ID_VALUE)
-                with m.Case(csr.PARAMS):
-                    m.d.sync += self.csr_rdata.eq(params)
-                for p in range(n):
-                    with m.Case(csr.PORT_CONFIG + p):
-                        m.d.sync += self.csr_rdata.eq(
-                            Cat(attached[p], C(0, csr.SRC_CHECK_BIT - 12), src_check[p]))
-                    for k, name in enumerate(csr.PORT_COUNTERS):
-                        with m.Case(csr.COUNTERS + csr.COUNTER_STRIDE * p + k):
-                            m.d.sync += self.csr_rdata.eq(counters[name][p])
+        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
+        for p in range(n):
+            registers.append((csr.PORT_CONFIG + p,
+                              Cat(attached[p], C(0, csr.SRC_CHECK_BIT - 12), src_check[p])))
+            registers += [(csr.COUNTERS + csr.COUNTER_STRIDE * p + k, counters[name][p])
+                          for k, name in enumerate(csr.PORT_COUNTERS)]
+        register_reads(m, self, registers)
         return m

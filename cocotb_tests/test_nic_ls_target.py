@@ -1,0 +1,264 @@
+"""The NIC's Load/Store target (parser → LsResponder → deparser, AXI4 manager port) against the
+golden target model (sim/models/nic.py), with cocotbext-axi's AXI RAM as the GPU memory.
+
+Random loads and stores of every size, inside, across and outside random memory windows,
+misaligned and beyond the address space, malformed and unexpected requests and frames the
+parser drops, with random idles on the request stream and random back-pressure on the response
+stream and on every AXI channel. Every response is compared octet for octet with the model's,
+the whole memory octet for octet at the end, and every counter. Then the cycle latencies the
+docstring states.
+"""
+
+import random
+
+import cocotb
+import pytest
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotbext.axi import AxiBus, AxiRam, AxiStreamFrame
+
+from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
+from ethlink.rtl.nic import csr
+from ethlink.rtl.nic.ls_responder import LsResponder, LsTarget
+from ethlink.rtl.wire import LsSize, Opcode
+from ethlink.sim.models import Frame, random_frame
+from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
+from ethlink.sim.runner import export_params, run_cocotb
+from ethlink.sim.tb import (StreamChecker, TransferLog, axis_sink, axis_source, pauses, start,
+                            wait_idle)
+
+EXPORT = "nic_ls_target"
+
+
+async def csr_write(dut, addr, data):
+    dut.csr_addr.value, dut.csr_wdata.value, dut.csr_we.value = addr, data, 1
+    await RisingEdge(dut.clk)
+    dut.csr_we.value = 0
+
+
+async def csr_read(dut, addr):
+    dut.csr_addr.value, dut.csr_re.value = addr, 1
+    await RisingEdge(dut.clk)
+    dut.csr_re.value = 0
+    await ReadOnly()
+    assert int(dut.csr_rvalid.value) == 1
+    value = int(dut.csr_rdata.value)
+    await RisingEdge(dut.clk)
+    return value
+
+
+async def setup(dut, rng, axi_pause=0.2):
+    """Clock, reset, an AXI RAM of the whole address space filled with random octets, and a
+    model holding the same octets. Returns ``(counter, ram, model)``."""
+    params = export_params()
+    counter = await start(dut)
+    dut.csr_we.value = dut.csr_re.value = 0
+    size = 1 << params["addr_width"]
+    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=size)
+    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
+                    ram.read_if.ar_channel, ram.read_if.r_channel):
+        channel.set_pause_generator(pauses(rng, axi_pause))
+    ram.write_if.log.setLevel("WARNING")
+    ram.read_if.log.setLevel("WARNING")
+    initial = rng.randbytes(size)
+    ram.write(0, initial)
+    return counter, ram, LsTargetModel(bytearray(initial), [], params["addr_width"])
+
+
+async def program_windows(dut, model, windows):
+    model.windows = list(windows)
+    for index, window in enumerate(windows):
+        for addr, data in window.csr_writes(index):
+            await csr_write(dut, addr, data)
+
+
+def random_windows(rng, count, memory_lines):
+    """``count`` windows: one large read/write one, the others small, of every permission."""
+    windows = [Window(base=0, size=memory_lines // 4, perm=csr.PERM_READ | csr.PERM_WRITE)]
+    for _ in range(count - 1):
+        size = rng.randrange(1, 64)
+        windows.append(Window(base=rng.randrange(0, memory_lines - size), size=size,
+                              perm=rng.randrange(4)))
+    return windows
+
+
+def request(rng, windows, memory_lines, opcode=None):
+    """A random L/S request: mostly inside a window, else anywhere, misaligned or beyond the
+    address space."""
+    opcode = opcode or rng.choice([Opcode.LOAD_REQ, Opcode.STORE_REQ])
+    size = rng.choice([LsSize.B64, LsSize.B128, LsSize.B256])
+    lines = LsSize(size).octets // LINE_OCTETS
+    where = rng.random()
+    if where < 0.75:
+        window = rng.choice(windows)
+        line = window.base + rng.randrange(max(1, window.size + 2)) - 1
+        line = max(0, line) & ~(lines - 1)
+    elif where < 0.85:
+        line = rng.randrange(memory_lines) & ~(lines - 1)
+    elif where < 0.93:
+        line = rng.randrange(memory_lines) | (1 if lines > 1 else 0)
+    else:
+        line = rng.randrange(memory_lines - 4, 1 << 44)
+    payload = rng.randbytes(LsSize(size).octets) if opcode == Opcode.STORE_REQ else b""
+    return Frame(opcode=opcode, dst=rng.randrange(1024), src=rng.randrange(1024),
+                 entropy=rng.randrange(1 << 16), size=size, tag=rng.randrange(4096), line=line,
+                 payload=payload)
+
+
+def spoiled(rng, windows, memory_lines):
+    """A request the target must drop: a malformed one (wrong payload length), another
+    engine's opcode, or a frame the parser refuses (bad version). Returns ``(body, frame)``;
+    ``frame`` is ``None`` when the parser drops it."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        frame = request(rng, windows, memory_lines)
+        if frame.opcode == Opcode.STORE_REQ:
+            frame.payload = frame.payload[:rng.randrange(len(frame.payload))] \
+                if rng.random() < 0.5 else frame.payload + rng.randbytes(rng.randrange(1, 9))
+        else:
+            frame.payload = rng.randbytes(rng.randrange(1, 70))
+        return frame.body(), frame
+    if kind == 1:
+        frame = random_frame(rng, opcode=rng.choice([Opcode.LOAD_RSP, Opcode.STORE_RSP,
+                                                     Opcode.WRITE, Opcode.ACK]), max_payload=80)
+        return frame.body(), frame
+    body = bytearray(request(rng, windows, memory_lines).body())
+    body[0] &= 0x3F                      # OEFH ver = 0
+    return bytes(body), None
+
+
+class ValidLog:
+    """The cycles in which ``valid`` rises (an AXI4 request is offered, whatever its ready)."""
+    def __init__(self, valid, clk, counter):
+        self.rises = []
+        cocotb.start_soon(self._run(valid, clk, counter))
+
+    async def _run(self, valid, clk, counter):
+        was = 0
+        while True:
+            await RisingEdge(clk)
+            await ReadOnly()
+            now = int(valid.value)
+            if now and not was:
+                self.rises.append(counter.now)
+            was = now
+
+
+@cocotb.test()
+async def random_requests(dut):
+    """Every response and every memory octet as the model says, whatever the stalls."""
+    params = export_params()
+    rng = random.Random(cocotb.RANDOM_SEED)
+    counter, ram, model = await setup(dut, rng, axi_pause=0.2)
+    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+    windows = random_windows(rng, params["windows"], memory_lines)
+    await program_windows(dut, model, windows)
+    for index, window in enumerate(windows):
+        base = csr.WINDOW + csr.WINDOW_STRIDE * index
+        assert await csr_read(dut, base + 2) == window.size
+        assert await csr_read(dut, base + 3) == window.perm
+
+    source = axis_source(dut, "s_axis", rng, idle=0.3)
+    sink = axis_sink(dut, "m_axis", rng, backpressure=0.3)
+    checker = StreamChecker(dut, "m_axis")
+    expected, dropped_by_parser = [], 0
+    for n in range(600):
+        if rng.random() < 0.1:
+            body, frame = spoiled(rng, windows, memory_lines)
+        else:
+            frame = request(rng, windows, memory_lines)
+            body = frame.body()
+        if frame is None:
+            dropped_by_parser += 1
+        else:
+            response = model.handle(frame)
+            if response is not None:
+                expected.append(response)
+        await source.send(AxiStreamFrame(body))
+    await wait_idle(dut, [source], [(sink, len(expected))], timeout_cycles=200000)
+    await ClockCycles(dut.clk, 200)
+    assert sink.count() == len(expected), f"{sink.count()} responses, expected {len(expected)}"
+    for n, want in enumerate(expected):
+        got = bytes((await sink.recv()).tdata)
+        assert got == want.body(), (f"response {n}: {got.hex()}\n"
+                                    f"expected {want.body().hex()} ({want})")
+    checker.assert_clean()
+    assert ram.read(0, len(model.memory)) == bytes(model.memory), "memory differs from the model"
+
+    for name in LsResponder.COUNTERS:
+        got = int(getattr(dut, f"count_{name}").value)
+        assert got == model.counters[name], f"count_{name} = {got}, model {model.counters[name]}"
+        assert await csr_read(dut, csr.COUNTERS + LsResponder.COUNTERS.index(name)) == got
+    assert int(dut.count_rx_bad_version.value) == dropped_by_parser
+    kinds = {name: model.counters[name] for name in ("loads", "stores", "denied",
+                                                     "address_errors", "malformed", "unexpected")}
+    assert all(kinds.values()), f"a kind of request was never exercised: {kinds}"
+    dut._log.info(f"{len(expected)} responses, {kinds}, {dropped_by_parser} dropped by parser")
+
+
+@cocotb.test()
+async def no_window_refuses_everything(dut):
+    """After reset no window is open: every request is refused and memory is untouched."""
+    params = export_params()
+    rng = random.Random(cocotb.RANDOM_SEED + 1)
+    counter, ram, model = await setup(dut, rng)
+    assert await csr_read(dut, csr.ID) == csr.ID_VALUE
+    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+    source = axis_source(dut, "s_axis")
+    sink = axis_sink(dut, "m_axis")
+    frames = [request(rng, [Window(0, memory_lines, 3)], memory_lines) for _ in range(60)]
+    for frame in frames:
+        await source.send(AxiStreamFrame(frame.body()))
+    await wait_idle(dut, [source], [(sink, len(frames))])
+    for frame in frames:
+        want = model.handle(frame)
+        assert want.status != 0
+        assert bytes((await sink.recv()).tdata) == want.body()
+    assert ram.read(0, len(model.memory)) == bytes(model.memory)
+
+
+@cocotb.test()
+async def latency(dut):
+    """Cycle latencies of the docstring: frame in → AXI request out, and → response out."""
+    params = export_params()
+    width = params["beat_octets"]
+    rng = random.Random(cocotb.RANDOM_SEED + 2)
+    counter, ram, model = await setup(dut, rng)
+    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+    await program_windows(dut, model, [Window(0, memory_lines, 3)])
+    source = axis_source(dut, "s_axis")
+    sink = axis_sink(dut, "m_axis")
+    frames_in = TransferLog(dut, "s_axis", counter)
+    ar = ValidLog(dut.m_axi_arvalid, dut.clk, counter)
+    aw = ValidLog(dut.m_axi_awvalid, dut.clk, counter)
+    r = ValidLog(dut.m_axi_rvalid, dut.clk, counter)
+    frames_out = TransferLog(dut, "m_axis", counter)
+    th_beat, _ = header_geometry(LS_HEADER_OCTETS, width)
+    for n, opcode in enumerate((Opcode.LOAD_REQ, Opcode.STORE_REQ)):
+        frame = request(rng, [Window(0, memory_lines, 3)], 1 << 20, opcode=opcode)
+        frame.line = 64 * n
+        frame.size = LsSize.B64
+        frame.payload = frame.payload[:64]
+        await source.send(AxiStreamFrame(frame.body()))
+        await wait_idle(dut, [source], [(sink, 1)])
+        assert bytes((await sink.recv()).tdata) == model.handle(frame).body()
+        first_in = frames_in.frame_starts[n]
+        last_in = frames_in.transfers[-1][0]
+        th_in = frames_in.transfers[[c for c, _ in frames_in.transfers].index(first_in) + th_beat][0]
+        if opcode == Opcode.LOAD_REQ:
+            issue = ar.rises[0] - th_in
+            assert issue == LsTarget.LOAD_ISSUE_LATENCY, f"AR valid {issue} cycles after the TH"
+        else:
+            issue = aw.rises[0] - last_in
+            assert issue == LsTarget.STORE_ISSUE_LATENCY, f"AW valid {issue} cycles after its end"
+        dut._log.info(f"{opcode.name}: frame in {first_in}..{last_in}, AXI request "
+                      f"+{issue}, response at {frames_out.frame_starts[n]}")
+    load_rsp = frames_out.frame_starts[0] - r.rises[0]
+    assert load_rsp == LsTarget.LOAD_RESPONSE_LATENCY, f"LOAD_RSP {load_rsp} cycles after R valid"
+
+
+@pytest.mark.parametrize("params", [
+    {"beat_octets": 8, "windows": 8, "addr_width": 16},
+    {"beat_octets": 64, "windows": 16, "addr_width": 18},
+], ids=lambda p: f"w{p['beat_octets']}")
+def test_nic_ls_target(params, tmp_path):
+    run_cocotb(EXPORT, "test_nic_ls_target", params, test_dir=tmp_path)

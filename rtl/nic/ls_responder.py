@@ -1,0 +1,361 @@
+"""The NIC's Load/Store target: remote LOAD_REQ/STORE_REQ executed against local memory through
+an AXI4 manager port, checked against the memory windows, answered with LOAD_RSP/STORE_RSP.
+
+Ref: spec §3 (VC 1 carries L/S responses), §4.2 (L/S TH, response rules), §11 (windows,
+ACCESS_DENIED touches no memory, malformed frames are dropped and counted, never executed).
+"""
+
+from amaranth.hdl import Module, Signal, Cat, C, Const, Mux
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from ..config import check_int_range
+from ..regbus import register_bus_members, register_reads
+from ..forwarding.deparser import OefhDeparser
+from ..forwarding.parser import OefhParser
+from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
+                      COUNTER_WIDTH)
+from ..wire import (HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION,
+                    LS_TH)
+from . import csr
+from .axi import axi4_manager_members, check_addr_width, BURST_INCR, RESP_OKAY
+
+__all__ = ["LsResponder", "LsTarget", "check_windows"]
+
+LINE_OCTETS = 64
+#: The largest L/S access (spec §4.2: size 2 = 256 octets).
+MAX_LS_OCTETS = LsSize.B256.octets
+LINE_BITS = dict(LS_TH.fields)["line"]
+
+
+def check_windows(value):
+    return check_int_range("windows", value, csr.MIN_WINDOWS, csr.MAX_WINDOWS)
+
+
+class LsResponder(wiring.Component):
+    """Execute parsed L/S requests against memory and build their responses.
+
+    For every request (a transfer on ``header`` and its payload packet on ``i``, as
+    :class:`~ethlink.rtl.forwarding.parser.OefhParser` gives them) the responder
+
+    1. checks it: the payload must be exactly what the opcode says (LOAD_REQ: none, STORE_REQ:
+       ``size`` octets) — otherwise the request is *malformed*: dropped, counted, never
+       executed, not answered; an opcode other than LOAD_REQ/STORE_REQ is *unexpected*
+       (dropped and counted: responses and RDMA belong to other engines);
+    2. decides the status: ADDRESS_ERROR if the line is not aligned to the size or the access
+       runs past the AXI address space, else ACCESS_DENIED unless one window (spec §11) holds
+       every line of the access and grants the permission (read for a load, write for a
+       store), else OK;
+    3. if OK, runs one AXI4 INCR burst of ``size / beat_octets`` full beats (a store's data is
+       held in a buffer until its last octet has arrived and its length is checked, so a
+       malformed store writes nothing);
+    4. answers on VC 1 with dst/src swapped and the request's tag, line, size and entropy
+       (spec §4.2, §9): LOAD_RSP carries the data read (status OK), STORE_RSP none; a refused
+       request gets its status and no payload. A store whose write response is not OKAY is
+       answered ADDRESS_ERROR; a load beat whose read response is not OKAY is counted in
+       ``count_axi_errors`` (its data is already on its way).
+
+    Requests are handled one at a time, in order.
+
+    Members
+    -------
+    header : In(stream.Signature(HeaderLayout())); i : In(PacketStream(beat_octets))
+        Requests.
+    rsp_header : Out(stream.Signature(HeaderLayout())); o : Out(PacketStream(beat_octets))
+        Responses (one header and one payload packet each, for a deparser).
+    m_axi_* : the AXI4 manager port (:mod:`.axi`).
+    csr_addr, csr_we, csr_wdata, csr_re : In; csr_rdata, csr_rvalid : Out
+        Register bus (:mod:`.csr`): the windows, the counters.
+    count_* : Out(32)
+        Saturating counters, names in :attr:`COUNTERS`.
+
+    Latency (cycles, counted from the ``header`` transfer, memory answering at once): AR valid
+    3 cycles later for a load; for a store, AW valid 2 cycles after the payload's last beat.
+    A refused request's response header is offered 3 cycles after its payload's last beat.
+
+    Throughput: one request at a time; the data phase runs at one beat per cycle.
+    """
+    COUNTERS = ("loads", "stores", "denied", "address_errors", "malformed", "unexpected",
+                "axi_errors")
+
+    def __init__(self, beat_octets=8, windows=8, addr_width=32):
+        self.beat_octets = check_beat_octets(beat_octets)
+        self.windows = check_windows(windows)
+        self.addr_width = check_addr_width(addr_width)
+        super().__init__({
+            "header": In(stream.Signature(HeaderLayout())),
+            "i": In(PacketStream(beat_octets)),
+            "rsp_header": Out(stream.Signature(HeaderLayout())),
+            "o": Out(PacketStream(beat_octets)),
+            **axi4_manager_members("m_axi", addr_width, beat_octets),
+            **register_bus_members(csr.ADDR_BITS),
+            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        beat_bits = (W - 1).bit_length()
+        line_beats = LINE_OCTETS // W if W < LINE_OCTETS else 1
+
+        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
+        for name, counter in counters.items():
+            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+
+        # --- windows and the register bus ----------------------------------------------------
+        base = [Signal(LINE_BITS, name=f"win{k}_base") for k in range(self.windows)]
+        size = [Signal(32, name=f"win{k}_size") for k in range(self.windows)]
+        perm = [Signal(2, name=f"win{k}_perm") for k in range(self.windows)]
+        addr, wdata = self.csr_addr, self.csr_wdata
+        for k in range(self.windows):
+            at = csr.WINDOW + csr.WINDOW_STRIDE * k
+            with m.If(self.csr_we):
+                with m.Switch(addr):
+                    with m.Case(at + 0):
+                        m.d.sync += base[k][:32].eq(wdata)
+                    with m.Case(at + 1):
+                        m.d.sync += base[k][32:].eq(wdata)
+                    with m.Case(at + 2):
+                        m.d.sync += size[k].eq(wdata)
+                    with m.Case(at + 3):
+                        m.d.sync += perm[k].eq(wdata[:2])
+        params = Cat(C(self.windows, 5), C(beat_bits, 3), C(self.addr_width, 6))
+        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
+        registers += [(csr.COUNTERS + k, counters[name].value)
+                      for k, name in enumerate(self.COUNTERS)]
+        for k in range(self.windows):
+            at = csr.WINDOW + csr.WINDOW_STRIDE * k
+            registers += [(at + j, value) for j, value in
+                          enumerate((base[k][:32], base[k][32:], size[k], perm[k]))]
+        register_reads(m, self, registers)
+
+        # --- the request being served ---------------------------------------------------------
+        req = Signal(HeaderLayout())
+        ls = req.th.ls
+        opcode = ls.opcode
+        is_load = opcode == Opcode.LOAD_REQ
+        is_store = opcode == Opcode.STORE_REQ
+        lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
+        m.d.comb += lines.eq(Const(1, 3) << ls.size)
+        end_line = Signal(LINE_BITS + 1)
+        m.d.comb += end_line.eq(ls.line + lines)
+        need = Cat(is_load, is_store)
+        # Ref: spec §4.2 — the byte address must be aligned to the size.
+        misaligned = (ls.line & (lines - 1)) != 0
+        addr_lines = 1 << (self.addr_width - 6)
+        beyond = end_line > addr_lines
+        granted = Signal()
+        m.d.comb += granted.eq(Cat(
+            ((perm[k] & need) != 0) & (ls.line >= base[k]) & (end_line <= base[k] + size[k])
+            for k in range(self.windows)).any())
+        status = Signal(Status)      # decided in CHECK, used from then on
+        expected_octets = Signal(range(MAX_LS_OCTETS + 1))
+        m.d.comb += expected_octets.eq(Mux(is_store, lines * LINE_OCTETS, 0))
+        octets = Signal(range(MAX_LS_OCTETS + W + 1))   # payload octets seen (saturating)
+        beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
+
+        rsp = Signal(HeaderLayout())
+        m.d.comb += [
+            rsp.oefh.ver.eq(OEFH_VERSION),
+            rsp.oefh.vc.eq(VirtualChannel.LS_RSP),
+            rsp.oefh.dst.eq(req.oefh.src),
+            rsp.oefh.src.eq(req.oefh.dst),
+            rsp.oefh.entropy.eq(req.oefh.entropy),
+            rsp.th.ls.opcode.eq(Mux(is_load, Opcode.LOAD_RSP, Opcode.STORE_RSP)),
+            rsp.th.ls.size.eq(ls.size),
+            rsp.th.ls.status.eq(status),
+            rsp.th.ls.tag.eq(ls.tag),
+            rsp.th.ls.line.eq(ls.line),
+        ]
+        m.d.comb += self.rsp_header.payload.eq(rsp)
+
+        # Store data waits here until its length is known to be right.
+        m.submodules.store_q = store_q = SyncFIFOBuffered(width=8 * W,
+                                                          depth=max(2, MAX_LS_OCTETS // W))
+
+        byte_addr = Cat(C(0, 6), ls.line)[:self.addr_width]
+        burst = {"len": (lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
+                 "burst": C(BURST_INCR, 2)}
+        m.d.comb += [
+            self.m_axi_awaddr.eq(byte_addr), self.m_axi_araddr.eq(byte_addr),
+            self.m_axi_awlen.eq(burst["len"]), self.m_axi_arlen.eq(burst["len"]),
+            self.m_axi_awsize.eq(burst["size"]), self.m_axi_arsize.eq(burst["size"]),
+            self.m_axi_awburst.eq(burst["burst"]), self.m_axi_arburst.eq(burst["burst"]),
+            self.m_axi_awid.eq(0), self.m_axi_arid.eq(0),
+            self.m_axi_wdata.eq(store_q.r_data),
+            self.m_axi_wstrb.eq(C(-1, W)),
+            self.m_axi_wlast.eq(beats_left == 1),
+        ]
+
+        hdr_sent = Signal()
+        beat_sent = Signal()
+        first = Signal()
+        take_i = self.i.valid & self.i.ready
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.header.ready.eq(1)
+                with m.If(self.header.valid):
+                    m.d.sync += [req.eq(self.header.payload), octets.eq(0)]
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                with m.If(misaligned | beyond):
+                    m.d.sync += status.eq(Status.ADDRESS_ERROR)
+                with m.Elif(~granted):
+                    m.d.sync += status.eq(Status.ACCESS_DENIED)
+                with m.Else():
+                    m.d.sync += status.eq(Status.OK)
+                m.next = "PAYLOAD"
+            with m.State("PAYLOAD"):
+                # The request's payload: kept for an accepted store, else only counted.
+                # Octets past the expected length are only counted (the buffer holds exactly
+                # one access), so a too-long store cannot stall on a full buffer.
+                push = is_store & (status == Status.OK) & (octets < expected_octets)
+                m.d.comb += [
+                    self.i.ready.eq(~push | store_q.w_rdy),
+                    store_q.w_data.eq(self.i.payload.data),
+                    store_q.w_en.eq(take_i & push),
+                ]
+                count = keep_count(self.i.payload.keep, W)
+                with m.If(take_i):
+                    with m.If(octets <= MAX_LS_OCTETS):
+                        m.d.sync += octets.eq(octets + count)
+                    with m.If(self.i.payload.last):
+                        total = octets + count
+                        m.d.sync += [beats_left.eq(lines * line_beats), hdr_sent.eq(0),
+                                     beat_sent.eq(0), first.eq(1)]
+                        with m.If(~is_load & ~is_store):
+                            counters["unexpected"].increment(m, 1)
+                            m.next = "FLUSH"
+                        with m.Elif(total != expected_octets):
+                            counters["malformed"].increment(m, 1)
+                            m.next = "FLUSH"
+                        with m.Elif(status != Status.OK):
+                            counters["denied"].increment(m, status == Status.ACCESS_DENIED)
+                            counters["address_errors"].increment(
+                                m, status == Status.ADDRESS_ERROR)
+                            m.next = "RESPOND"
+                        with m.Elif(is_load):
+                            counters["loads"].increment(m, 1)
+                            m.next = "AR"
+                        with m.Else():
+                            counters["stores"].increment(m, 1)
+                            m.next = "AW"
+            with m.State("FLUSH"):
+                # Drop what a malformed store left in the buffer.
+                # (``level``, not ``r_rdy``: a beat written last cycle is not readable yet.)
+                m.d.comb += store_q.r_en.eq(1)
+                with m.If(store_q.level == 0):
+                    m.next = "IDLE"
+            with m.State("AR"):
+                m.d.comb += self.m_axi_arvalid.eq(1)
+                with m.If(self.m_axi_arready):
+                    m.next = "R"
+            with m.State("R"):
+                # Read data goes straight to the response; its header leaves with beat 0.
+                m.d.comb += [
+                    self.o.valid.eq(self.m_axi_rvalid),
+                    self.o.payload.data.eq(self.m_axi_rdata),
+                    self.o.payload.keep.eq(C(-1, W)),
+                    self.o.payload.first.eq(first),
+                    self.o.payload.last.eq(self.m_axi_rlast),
+                    self.m_axi_rready.eq(self.o.ready),
+                    self.rsp_header.valid.eq(~hdr_sent & self.m_axi_rvalid),
+                ]
+                with m.If(self.rsp_header.valid & self.rsp_header.ready):
+                    m.d.sync += hdr_sent.eq(1)
+                with m.If(self.m_axi_rvalid & self.m_axi_rready):
+                    m.d.sync += first.eq(0)
+                    counters["axi_errors"].increment(m, self.m_axi_rresp != RESP_OKAY)
+                    with m.If(self.m_axi_rlast):
+                        m.next = "IDLE"
+            with m.State("AW"):
+                m.d.comb += self.m_axi_awvalid.eq(1)
+                with m.If(self.m_axi_awready):
+                    m.next = "W"
+            with m.State("W"):
+                m.d.comb += [self.m_axi_wvalid.eq(store_q.r_rdy),
+                             store_q.r_en.eq(self.m_axi_wready)]
+                with m.If(self.m_axi_wvalid & self.m_axi_wready):
+                    m.d.sync += beats_left.eq(beats_left - 1)
+                    with m.If(beats_left == 1):
+                        m.next = "B"
+            with m.State("B"):
+                m.d.comb += self.m_axi_bready.eq(1)
+                with m.If(self.m_axi_bvalid):
+                    with m.If(self.m_axi_bresp != RESP_OKAY):
+                        m.d.sync += status.eq(Status.ADDRESS_ERROR)
+                    counters["axi_errors"].increment(m, self.m_axi_bresp != RESP_OKAY)
+                    m.next = "RESPOND"
+            with m.State("RESPOND"):
+                # A response without payload: the header and one empty beat.
+                m.d.comb += [
+                    self.rsp_header.valid.eq(~hdr_sent),
+                    self.o.valid.eq(~beat_sent),
+                    self.o.payload.first.eq(1),
+                    self.o.payload.last.eq(1),
+                ]
+                hdr_done = hdr_sent | self.rsp_header.ready
+                beat_done = beat_sent | self.o.ready
+                m.d.sync += [hdr_sent.eq(hdr_done), beat_sent.eq(beat_done)]
+                with m.If(hdr_done & beat_done):
+                    m.next = "IDLE"
+        return m
+
+
+class LsTarget(wiring.Component):
+    """Frames in, responses out: :class:`OefhParser` → :class:`LsResponder` →
+    :class:`OefhDeparser`, the L/S target of a NIC behind its link layer (FCS already
+    checked and removed on ``i``, to be added on ``o``).
+
+    Members
+    -------
+    i : In(PacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
+        Request frames (OEFH + TH + payload) in; response frames out.
+    m_axi_*, csr_*, count_* : those of :class:`LsResponder`; ``count_rx_*`` are the parser's.
+
+    Latency (cycles, asserted by the tests): :attr:`LOAD_ISSUE_LATENCY`,
+    :attr:`STORE_ISSUE_LATENCY`, :attr:`LOAD_RESPONSE_LATENCY`; the memory's own latency comes
+    on top of them.
+    """
+    #: Cycles from the frame beat that completes a LOAD_REQ's TH to AR valid: parser 1, header
+    #: taken 1, window check 1, the (empty) payload beat 1.
+    LOAD_ISSUE_LATENCY = 4
+    #: Cycles from a STORE_REQ's last frame beat to AW valid: parser 1 (the realigned last
+    #: payload beat), length check 1, AW 1.
+    STORE_ISSUE_LATENCY = 3
+    #: Cycles from the first read data (R valid) to the first LOAD_RSP beat on ``o``: read
+    #: data and the response header go straight to the deparser, whose register is the cycle.
+    LOAD_RESPONSE_LATENCY = 1
+
+    def __init__(self, beat_octets=8, windows=8, addr_width=32):
+        self._responder = LsResponder(beat_octets, windows, addr_width)
+        self._parser = OefhParser(beat_octets)
+        self._deparser = OefhDeparser(beat_octets)
+        members = {"i": In(PacketStream(beat_octets)), "o": Out(PacketStream(beat_octets))}
+        for name, member in self._responder.signature.members.items():
+            if member.is_port:
+                members[name] = member
+        for name in OefhParser.COUNTERS:
+            members[f"count_rx_{name}"] = Out(COUNTER_WIDTH)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.parser = parser = self._parser
+        m.submodules.responder = responder = self._responder
+        m.submodules.deparser = deparser = self._deparser
+        wiring.connect(m, wiring.flipped(self.i), parser.i)
+        wiring.connect(m, parser.header, responder.header)
+        wiring.connect(m, parser.o, responder.i)
+        wiring.connect(m, responder.rsp_header, deparser.header)
+        wiring.connect(m, responder.o, deparser.i)
+        wiring.connect(m, deparser.o, wiring.flipped(self.o))
+        for name, member in responder.signature.members.items():
+            if member.is_port:
+                ours, theirs = getattr(self, name), getattr(responder, name)
+                m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
+        for name in OefhParser.COUNTERS:
+            m.d.comb += getattr(self, f"count_rx_{name}").eq(getattr(parser, f"count_{name}"))
+        return m
