@@ -32,6 +32,8 @@ from ethlink.rtl.switch.core import check_radix, check_egress_beats, MAX_RADIX
 from ethlink.rtl.switch.voq import check_voq_beats, check_vc_classes
 from ethlink.rtl.nic.axi import check_addr_width
 from ethlink.rtl.nic.ls_responder import check_windows
+from ethlink.rtl.nic.reachability import check_ports
+from ethlink.rtl.nic.path_select import MAX_PORTS as MAX_PATH_PORTS
 
 from .params import parse_params
 
@@ -257,6 +259,11 @@ EXPORTS = {export.name: export for export in (
                    "windows": (8, "memory windows, 8 to 16", check_windows),
                    "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width)},
            prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("nic_reachability", "ethlink.rtl.nic.reachability:Reachability",
+           "NIC reachability table per (endpoint, port) updated by SEN, link-state mask, path "
+           "selection (spec §9, §10)",
+           params={"ports": (4, "NIC ports, 1 to 4", check_ports)},
+           prefixes={f"lcw{p}": f"s_axis_lcw{p}" for p in range(MAX_PATH_PORTS)}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

@@ -3,5 +3,6 @@ engines, per-port link stacks)."""
 
 from .ls_responder import LsResponder, LsTarget
 from .path_select import PathSelect
+from .reachability import Reachability
 
-__all__ = ["PathSelect", "LsResponder", "LsTarget"]
+__all__ = ["PathSelect", "Reachability", "LsResponder", "LsTarget"]

@@ -10,7 +10,7 @@ from amaranth.lib.crc.catalog import CRC16_CCITT_FALSE
 
 from ...rtl.wire import OEFH
 
-__all__ = ["MAX_PORTS", "crc16_ccitt_false", "select_port", "ls_entropy"]
+__all__ = ["MAX_PORTS", "crc16_ccitt_false", "select_port", "ls_entropy", "ReachabilityModel"]
 
 #: Ports of one endpoint, one switch plane each (spec §9).
 MAX_PORTS = 4
@@ -50,3 +50,36 @@ def ls_entropy(line):
     path, so operations on one line stay in order."""
     # Ref: spec §9 — line[15:0] ^ line[31:16] ^ line[43:32].
     return (line & 0xFFFF) ^ (line >> 16 & 0xFFFF) ^ (line >> 32 & 0xFFF)
+
+
+class ReachabilityModel:
+    """reachable[id][p] of a NIC with ``ports`` ports, as SENs set it (spec §10).
+
+    Every entry starts reachable. A SEN received on port ``p`` is taken if it is the first
+    one of that port or its 8-bit event sequence number is ahead of the last one taken by 1…127
+    (modulo 256); otherwise it is stale and ignored. ``counters`` counts ``sen_up``,
+    ``sen_down`` and ``sen_stale``.
+    """
+    def __init__(self, ports):
+        self.ports = ports
+        self.unreachable = set()          # (endpoint, port) pairs
+        self.last_event = [None] * ports
+        self.counters = {"sen_up": 0, "sen_down": 0, "sen_stale": 0}
+
+    def sen(self, port, endpoint, reachable, event):
+        last = self.last_event[port]
+        if last is not None and not 1 <= (event - last) % 256 <= 127:
+            self.counters["sen_stale"] += 1
+            return
+        self.last_event[port] = event
+        self.counters["sen_up" if reachable else "sen_down"] += 1
+        if reachable:
+            self.unreachable.discard((endpoint, port))
+        else:
+            self.unreachable.add((endpoint, port))
+
+    def reachable_mask(self, dst):
+        return sum(1 << p for p in range(self.ports) if (dst, p) not in self.unreachable)
+
+    def select(self, dst, entropy, links_up_mask):
+        return select_port(dst, entropy, self.reachable_mask(dst), links_up_mask)
