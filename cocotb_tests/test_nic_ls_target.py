@@ -13,62 +13,20 @@ import random
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
-from cocotbext.axi import AxiBus, AxiRam, AxiStreamFrame
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_responder import LsResponder, LsTarget
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame, random_frame
-from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
+from ethlink.sim.models.nic import LINE_OCTETS, Window
+from ethlink.sim.nic_tb import ValidLog, csr_read, open_memory, program_windows, setup
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import (StreamChecker, TransferLog, axis_sink, axis_source, pauses, start,
-                            wait_idle)
+from ethlink.sim.tb import StreamChecker, TransferLog, axis_sink, axis_source, wait_idle
 
 EXPORT = "nic_ls_target"
-
-
-async def csr_write(dut, addr, data):
-    dut.csr_addr.value, dut.csr_wdata.value, dut.csr_we.value = addr, data, 1
-    await RisingEdge(dut.clk)
-    dut.csr_we.value = 0
-
-
-async def csr_read(dut, addr):
-    dut.csr_addr.value, dut.csr_re.value = addr, 1
-    await RisingEdge(dut.clk)
-    dut.csr_re.value = 0
-    await ReadOnly()
-    assert int(dut.csr_rvalid.value) == 1
-    value = int(dut.csr_rdata.value)
-    await RisingEdge(dut.clk)
-    return value
-
-
-async def setup(dut, rng, axi_pause=0.2):
-    """Clock, reset, an AXI RAM of the whole address space filled with random octets, and a
-    model holding the same octets. Returns ``(counter, ram, model)``."""
-    params = export_params()
-    counter = await start(dut)
-    dut.csr_we.value = dut.csr_re.value = 0
-    size = 1 << params["addr_width"]
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=size)
-    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
-                    ram.read_if.ar_channel, ram.read_if.r_channel):
-        channel.set_pause_generator(pauses(rng, axi_pause))
-    ram.write_if.log.setLevel("WARNING")
-    ram.read_if.log.setLevel("WARNING")
-    initial = rng.randbytes(size)
-    ram.write(0, initial)
-    return counter, ram, LsTargetModel(bytearray(initial), [], params["addr_width"])
-
-
-async def program_windows(dut, model, windows):
-    model.windows = list(windows)
-    for index, window in enumerate(windows):
-        for addr, data in window.csr_writes(index):
-            await csr_write(dut, addr, data)
 
 
 def random_windows(rng, count, memory_lines):
@@ -124,23 +82,6 @@ def spoiled(rng, windows, memory_lines):
     body = bytearray(request(rng, windows, memory_lines).body())
     body[0] &= 0x3F                      # OEFH ver = 0
     return bytes(body), None
-
-
-class ValidLog:
-    """The cycles in which ``valid`` rises (an AXI4 request is offered, whatever its ready)."""
-    def __init__(self, valid, clk, counter):
-        self.rises = []
-        cocotb.start_soon(self._run(valid, clk, counter))
-
-    async def _run(self, valid, clk, counter):
-        was = 0
-        while True:
-            await RisingEdge(clk)
-            await ReadOnly()
-            now = int(valid.value)
-            if now and not was:
-                self.rises.append(counter.now)
-            was = now
 
 
 @cocotb.test()
@@ -222,9 +163,8 @@ async def latency(dut):
     params = export_params()
     width = params["beat_octets"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
-    counter, ram, model = await setup(dut, rng)
+    counter, ram, model = await open_memory(dut, rng)
     memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    await program_windows(dut, model, [Window(0, memory_lines, 3)])
     source = axis_source(dut, "s_axis")
     sink = axis_sink(dut, "m_axis")
     frames_in = TransferLog(dut, "s_axis", counter)

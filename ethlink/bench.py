@@ -19,6 +19,9 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
   saturation throughput under uniform random traffic beside a plain FIFO input-queued
   baseline built from the same core, latency against offered load (PNG plot), every frame
   checked against the golden model (lost, reordered), and the ECP5 figures at radix 4 and 8.
+* ``nic``: the NIC blocks built so far (spec §4.2, §9–§11): the L/S target's latencies and
+  its throughput for back-to-back loads and stores of each size, checked against the golden
+  model, the reachability table's lookup latency and failover, ECP5 figures of both.
 """
 
 import json
@@ -28,6 +31,7 @@ from pathlib import Path
 from .toolchain import build_cache_dir
 
 __all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "bench_switch",
+           "bench_nic",
            "codeword_error_rate",
            "replay_buffer_octets", "cbfc_credit_loop", "register"]
 
@@ -659,10 +663,95 @@ def _switch_table(result):
     return "\n".join(lines)
 
 
+#: Build of the L/S target the NIC bench measures: the default beat, 16-bit memory addresses
+#: (a 64 KiB AXI RAM in the simulation; the width changes no cycle).
+NIC_BENCH_PARAMS = {"beat_octets": 8, "addr_width": 16}
+NIC_SIZES = (0, 1, 2)
+#: What the NIC bench cannot measure yet: the blocks it needs are not built (docs/nic.md §7).
+NIC_NOT_YET = ("tx_latency_cycles", "rx_latency_cycles", "ls_round_trip_cycles",
+               "rdma_goodput_by_size")
+
+
+def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
+    """Figures of the NIC blocks built so far: the L/S target's latencies and its throughput
+    for back-to-back loads and stores of each size (checked against the golden model), the
+    reachability table's lookup latency and failover, and ECP5 builds of both."""
+    from .rtl.nic.ls_responder import LsTarget
+    from .rtl.nic.reachability import Reachability
+    from .sim.runner import run_bench
+    runs = [run_bench("nic_ls_target", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
+                      scenario={"opcode": opcode, "size": size, "count": requests},
+                      prefix="bench-nic-")
+            for opcode in ("LOAD_REQ", "STORE_REQ") for size in NIC_SIZES]
+    loads = [r for r in runs if r["opcode"] == "LOAD_REQ"]
+    stores = [r for r in runs if r["opcode"] == "STORE_REQ"]
+    result = {
+        "beat_octets": NIC_BENCH_PARAMS["beat_octets"],
+        "target_load_issue_cycles": loads[0]["issue_latency_cycles"],
+        "target_store_issue_cycles": stores[0]["issue_latency_cycles"],
+        "target_load_response_cycles": loads[0]["load_response_latency_cycles"],
+        "target_latency_constants": {"load_issue": LsTarget.LOAD_ISSUE_LATENCY,
+                                     "store_issue": LsTarget.STORE_ISSUE_LATENCY,
+                                     "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
+        "target_throughput": {r["opcode"]: {} for r in runs},
+        "data_mismatches": sum(r["data_mismatches"] for r in runs),
+        "reachability_latency_cycles": Reachability.LATENCY,
+        # Ref: docs/multipath.md §6 — a lookup in the cycle of the SEN already avoids the port
+        # (asserted cycle for cycle by test_nic_reachability).
+        "failover_cycles": 0,
+        "not_measured_yet": list(NIC_NOT_YET),
+        "runs": runs,
+        "ecp5": {} if synth else None, "device": device if synth else None,
+    }
+    for r in runs:
+        result["target_throughput"][r["opcode"]][r["size_octets"]] = {
+            "octets_per_cycle": r["payload_octets_per_cycle"],
+            "cycles_per_request": r["cycles_per_request"]}
+    if synth:
+        from .exports import generate_verilog
+        from .synth import synthesize
+        for name in ("nic_ls_target", "nic_reachability"):
+            try:
+                figures = synthesize(generate_verilog(name, {}), name, device=device)
+            except RuntimeError as error:
+                result["ecp5"][name] = {"error": str(error).splitlines()[0]}
+                continue
+            result["ecp5"][name] = {key: figures[key] for key in (
+                "fmax_mhz", "lut", "ff", "ebr", "lutram", "seconds")}
+    return result
+
+
+def _nic_table(result):
+    w = result["beat_octets"]
+    lines = [f"NIC L/S target at {w} octets per beat (AXI RAM as memory), golden-model "
+             f"mismatches: {result['data_mismatches']}",
+             f"LOAD_REQ TH beat -> AR valid: {result['target_load_issue_cycles']} cycles; "
+             f"STORE_REQ last beat -> AW valid: {result['target_store_issue_cycles']} cycles; "
+             f"read data -> LOAD_RSP: {result['target_load_response_cycles']} cycle(s)",
+             "",
+             f"{'request':>9} {'size':>5} {'cycles/req':>10} {'octets/cycle':>12} "
+             f"{'of beat rate':>12}"]
+    for opcode, by_size in result["target_throughput"].items():
+        for size, t in by_size.items():
+            lines.append(f"{opcode:>9} {size:>5} {t['cycles_per_request']:>10.1f} "
+                         f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
+    lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles; "
+                  f"failover (SEN taken -> lookups avoid the port): {result['failover_cycles']} "
+                  f"cycles",
+              f"not measured yet (blocks not built): {', '.join(result['not_measured_yet'])}"]
+    for name, e in (result["ecp5"] or {}).items():
+        if "error" in e:
+            lines.append(f"ECP5 {name}: {e['error']}")
+        else:
+            lines.append(f"ECP5 {result['device']} {name}: {e['fmax_mhz']:.1f} MHz, {e['lut']} "
+                         f"LUT, {e['ff']} FF, {e['ebr']} EBR, {e['lutram']} LUT RAM")
+    return "\n".join(lines)
+
+
 BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link,
-           "cbfc": bench_cbfc, "switch": bench_switch}
+           "cbfc": bench_cbfc, "switch": bench_switch, "nic": bench_nic}
 TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table, "cbfc": _cbfc_table,
-          "switch": _switch_table}
+          "switch": _switch_table, "nic": _nic_table}
 
 
 def _run(args):
@@ -670,6 +759,7 @@ def _run(args):
                else {"plot": args.plot} if args.name == "switch"
                else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
                else {"frames": args.frames} if args.name == "cbfc"
+               else {"requests": args.frames} if args.name == "nic"
                else {})
     result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
     print(TABLES[args.name](result))
@@ -694,7 +784,7 @@ def register(subparsers):
                    help="fec: codewords per bit error rate of the sweep (default: 1500)")
     p.add_argument("--frames", type=int, default=300, metavar="N",
                    help="link: frames each way per bit error rate; cbfc: frame times of "
-                        "each measurement window (default: 300)")
+                        "each measurement window; nic: requests per run (default: 300)")
     p.add_argument("--no-fec", action="store_true",
                    help="link: skip the goodput runs through the FEC")
     p.set_defaults(func=_run)

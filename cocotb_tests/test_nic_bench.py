@@ -1,0 +1,35 @@
+"""``ethlink bench nic --no-synth`` with few requests per run: every run agrees with the golden
+model, the measured latencies are the ones the blocks state, and the throughput table is
+complete and plausible (the data phase runs at one beat per cycle, so a larger access moves
+more octets per cycle)."""
+
+import json
+
+from ethlink.rtl.nic.ls_responder import LsTarget
+from ethlink.rtl.nic.reachability import Reachability
+
+KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_response_cycles",
+        "target_throughput", "data_mismatches", "reachability_latency_cycles",
+        "failover_cycles", "not_measured_yet", "ecp5")
+
+
+def test_bench_nic_without_synthesis(tmp_path, cli):
+    target = tmp_path / "bench.json"
+    code, out, _ = cli("bench", "nic", "--no-synth", "--frames", "30", "--json", str(target))
+    assert code == 0
+    result = json.loads(target.read_text())
+    assert all(key in result for key in KEYS), set(KEYS) - set(result)
+    assert result["ecp5"] is None
+    assert result["data_mismatches"] == 0
+    assert result["target_load_issue_cycles"] == LsTarget.LOAD_ISSUE_LATENCY
+    assert result["target_store_issue_cycles"] == LsTarget.STORE_ISSUE_LATENCY
+    assert result["target_load_response_cycles"] == LsTarget.LOAD_RESPONSE_LATENCY
+    assert result["reachability_latency_cycles"] == Reachability.LATENCY
+    width = result["beat_octets"]
+    for opcode in ("LOAD_REQ", "STORE_REQ"):
+        by_size = {int(size): t["octets_per_cycle"]
+                   for size, t in result["target_throughput"][opcode].items()}
+        assert sorted(by_size) == [64, 128, 256]
+        assert all(0 < value <= width for value in by_size.values()), by_size
+        assert by_size[64] < by_size[128] < by_size[256], by_size
+    assert "LOAD_REQ" in out and "not measured yet" in out
