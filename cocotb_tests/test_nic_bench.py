@@ -5,12 +5,14 @@ more octets per cycle)."""
 
 import json
 
+from ethlink.rtl.nic.ls_requester import LsRequester
 from ethlink.rtl.nic.ls_responder import LsTarget
 from ethlink.rtl.nic.reachability import Reachability
 
 KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_response_cycles",
         "target_throughput", "data_mismatches", "reachability_latency_cycles",
-        "failover_cycles", "not_measured_yet", "ecp5")
+        "failover_cycles", "not_measured_yet", "ecp5", "tx_latency_cycles", "rx_latency_cycles",
+        "ls_round_trip_cycles")
 
 
 def test_bench_nic_without_synthesis(tmp_path, cli):
@@ -21,11 +23,16 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
     assert all(key in result for key in KEYS), set(KEYS) - set(result)
     assert result["ecp5"] is None
     assert result["data_mismatches"] == 0
+    width = result["beat_octets"]
     assert result["target_load_issue_cycles"] == LsTarget.LOAD_ISSUE_LATENCY
     assert result["target_store_issue_cycles"] == LsTarget.STORE_ISSUE_LATENCY
     assert result["target_load_response_cycles"] == LsTarget.LOAD_RESPONSE_LATENCY
     assert result["reachability_latency_cycles"] == Reachability.LATENCY
-    width = result["beat_octets"]
+    assert result["tx_latency_cycles"] == LsRequester.TX_LATENCY
+    assert result["rx_latency_cycles"] == LsRequester.RX_LATENCY
+    # The round trip holds at least both ends' latencies and a 64-octet frame each way.
+    assert result["ls_round_trip_cycles"] > (LsRequester.TX_LATENCY + LsRequester.RX_LATENCY
+                                             + LsTarget.LOAD_ISSUE_LATENCY + 64 // width)
     for opcode in ("LOAD_REQ", "STORE_REQ"):
         by_size = {int(size): t["octets_per_cycle"]
                    for size, t in result["target_throughput"][opcode].items()}

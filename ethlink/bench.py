@@ -668,8 +668,8 @@ def _switch_table(result):
 NIC_BENCH_PARAMS = {"beat_octets": 8, "addr_width": 16}
 NIC_SIZES = (0, 1, 2)
 #: What the NIC bench cannot measure yet: the blocks it needs are not built (docs/nic.md §7).
-NIC_NOT_YET = ("tx_latency_cycles", "rx_latency_cycles", "ls_round_trip_cycles",
-               "rdma_goodput_by_size")
+NIC_NOT_YET = ("rdma_goodput_by_size", "tx/rx latency to and from the XGMII word (the NIC top "
+               "with its link stacks)")
 
 
 def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
@@ -680,9 +680,12 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     from .rtl.nic.reachability import Reachability
     from .sim.runner import run_bench
     runs = [run_bench("nic_ls_target", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
+                      testcase="back_to_back",
                       scenario={"opcode": opcode, "size": size, "count": requests},
                       prefix="bench-nic-")
             for opcode in ("LOAD_REQ", "STORE_REQ") for size in NIC_SIZES]
+    trip = run_bench("nic_ls_loopback", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
+                     testcase="round_trip", prefix="bench-nic-")
     loads = [r for r in runs if r["opcode"] == "LOAD_REQ"]
     stores = [r for r in runs if r["opcode"] == "STORE_REQ"]
     result = {
@@ -695,6 +698,13 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                                      "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
         "target_throughput": {r["opcode"]: {} for r in runs},
         "data_mismatches": sum(r["data_mismatches"] for r in runs),
+        # The requester alone (request taken -> first frame beat; last response beat ->
+        # completion) and the L/S round trip requester -> target (AXI RAM) -> requester,
+        # without link layers.
+        "tx_latency_cycles": trip["load_tx_latency_cycles"],
+        "rx_latency_cycles": trip["load_rx_latency_cycles"],
+        "ls_round_trip_cycles": trip["load_round_trip_cycles"],
+        "ls_store_round_trip_cycles": trip["store_round_trip_cycles"],
         "reachability_latency_cycles": Reachability.LATENCY,
         # Ref: docs/multipath.md §6 — a lookup in the cycle of the SEN already avoids the port
         # (asserted cycle for cycle by test_nic_reachability).
@@ -710,7 +720,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     if synth:
         from .exports import generate_verilog
         from .synth import synthesize
-        for name in ("nic_ls_target", "nic_reachability"):
+        for name in ("nic_ls_target", "nic_reachability", "nic_ls_loopback"):
             try:
                 figures = synthesize(generate_verilog(name, {}), name, device=device)
             except RuntimeError as error:
@@ -728,6 +738,11 @@ def _nic_table(result):
              f"LOAD_REQ TH beat -> AR valid: {result['target_load_issue_cycles']} cycles; "
              f"STORE_REQ last beat -> AW valid: {result['target_store_issue_cycles']} cycles; "
              f"read data -> LOAD_RSP: {result['target_load_response_cycles']} cycle(s)",
+             f"L/S requester: request -> first frame beat {result['tx_latency_cycles']} cycles, "
+             f"last response beat -> completion {result['rx_latency_cycles']} cycles; 64 B "
+             f"round trip requester -> target -> requester (no link layer): load "
+             f"{result['ls_round_trip_cycles']}, store {result['ls_store_round_trip_cycles']} "
+             f"cycles",
              "",
              f"{'request':>9} {'size':>5} {'cycles/req':>10} {'octets/cycle':>12} "
              f"{'of beat rate':>12}"]

@@ -33,6 +33,7 @@ from ethlink.rtl.switch.voq import check_voq_beats, check_vc_classes
 from ethlink.rtl.nic.axi import check_addr_width
 from ethlink.rtl.nic.ls_responder import check_windows
 from ethlink.rtl.nic.reachability import check_ports
+from ethlink.rtl.nic.ls_requester import check_tags, check_timeout
 from ethlink.rtl.nic.path_select import MAX_PORTS as MAX_PATH_PORTS
 
 from .params import parse_params
@@ -264,6 +265,16 @@ EXPORTS = {export.name: export for export in (
            "selection (spec §9, §10)",
            params={"ports": (4, "NIC ports, 1 to 4", check_ports)},
            prefixes={f"lcw{p}": f"s_axis_lcw{p}" for p in range(MAX_PATH_PORTS)}),
+    Export("nic_ls_loopback", "ethlink.rtl.nic.ls_loopback:LsLoopback",
+           "NIC L/S requester and target back to back over a lossy frame path, AXI4 memory",
+           params={**_BEAT,
+                   "tags": (256, "outstanding L/S tags, a power of two, 2 to 4096", check_tags),
+                   "timeout_cycles": (4096, "cycles before an unanswered request times out, "
+                                            "64 to 32767", check_timeout),
+                   "windows": (8, "memory windows, 8 to 16", check_windows),
+                   "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width)},
+           prefixes={"req": "s_axis_req", "req_data": "s_axis_req_data", "cpl": "m_axis_cpl",
+                     "cpl_data": "m_axis_cpl_data"}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

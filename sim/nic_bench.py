@@ -19,7 +19,7 @@ from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS
-from ethlink.sim.nic_tb import ValidLog, open_memory
+from ethlink.sim.nic_tb import LoopbackPorts, ValidLog, open_memory, request_octets
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
 
@@ -76,5 +76,32 @@ async def back_to_back(dut):
                                          if opcode == Opcode.LOAD_REQ else None),
         "data_mismatches": mismatches,
     }
+    with open(os.environ["ETHLINK_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
+@cocotb.test()
+async def round_trip(dut):
+    """On ``nic_ls_loopback``: one 64-octet load, then one 64-octet store, each alone: the
+    requester's TX and RX latencies and the round trip (request taken → completion valid)."""
+    rng = random.Random(1)
+    dut.local_id.value, dut.drop_dst.value = 1, 0xFFF
+    counter, ram, model = await open_memory(dut, rng)
+    p = LoopbackPorts(dut, counter)
+    result = {}
+    for n, store in enumerate((0, 1)):
+        await p.reqs.send(request_octets(store, 0, 2, n, 64 * n))
+        if store:
+            await p.data.send(AxiStreamFrame(rng.randbytes(64)))
+        await wait_idle(dut, [p.reqs, p.data], [(p.cpls, 1)])
+        await p.cpls.recv()
+        if not store:
+            await p.cpl_data.recv()
+        name = "store" if store else "load"
+        taken = p.req_log.transfers[n][0]
+        rsp_last = [c for c, last in p.rx.transfers if last][n]
+        result[f"{name}_round_trip_cycles"] = p.cpl_valid.rises[n] - taken
+        result[f"{name}_tx_latency_cycles"] = p.tx.frame_starts[n] - taken
+        result[f"{name}_rx_latency_cycles"] = p.cpl_valid.rises[n] - rsp_last
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)

@@ -2,16 +2,20 @@
 the register bus, the AXI RAM that stands for GPU memory with the golden model beside it, and a
 log of the cycles an AXI4 request is offered."""
 
+from types import SimpleNamespace
+
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
 from ethlink.rtl.nic import csr
+from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequestLayout
 from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import pauses, start
+from ethlink.sim.tb import TransferLog, axis_sink, axis_source, pauses, start
 
-__all__ = ["csr_write", "csr_read", "setup", "program_windows", "open_memory", "ValidLog"]
+__all__ = ["csr_write", "csr_read", "setup", "program_windows", "open_memory", "ValidLog",
+           "request_octets", "completion", "LoopbackPorts"]
 
 
 async def csr_write(dut, addr, data):
@@ -79,3 +83,32 @@ class ValidLog:
             if now and not was:
                 self.rises.append(counter.now)
             was = now
+
+
+def request_octets(store, size, dst, tag, line):
+    """The ``s_axis_req`` octets of one L/S request (the layout value in lane order)."""
+    layout = LsRequestLayout()
+    value = layout.const({"store": store, "size": size, "dst": dst, "tag": tag,
+                          "line": line}).as_value().value
+    return value.to_bytes(layout.size // 8, "big")
+
+
+def completion(octets):
+    """``(tag, CompletionStatus)`` of the ``m_axis_cpl`` octets of one completion."""
+    value = int.from_bytes(bytes(octets), "big")
+    return value & 0xFFF, CompletionStatus(value >> 12 & 0b111)
+
+
+def LoopbackPorts(dut, counter, rng=None, idle=0.0, backpressure=0.0):
+    """The GPU-side bus models of ``nic_ls_loopback`` (``reqs``, ``data``, ``cpls``,
+    ``cpl_data``) and the logs its latencies are measured with: requests taken (``req_log``),
+    request and response frames (``tx``, ``rx``), completions offered (``cpl_valid``)."""
+    return SimpleNamespace(
+        reqs=axis_source(dut, "s_axis_req", rng, idle),
+        data=axis_source(dut, "s_axis_req_data", rng, idle),
+        cpls=axis_sink(dut, "m_axis_cpl", rng, backpressure),
+        cpl_data=axis_sink(dut, "m_axis_cpl_data", rng, backpressure),
+        req_log=TransferLog(dut, "s_axis_req", counter),
+        tx=TransferLog(dut, "tap_req", counter),
+        rx=TransferLog(dut, "tap_rsp", counter),
+        cpl_valid=ValidLog(dut.m_axis_cpl_tvalid, dut.clk, counter))

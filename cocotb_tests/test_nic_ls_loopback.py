@@ -1,0 +1,133 @@
+"""Two NICs' L/S halves back to back (``nic_ls_loopback``: LsRequester → lossy path → LsTarget
+→ LsRequester), cocotbext-axi's AXI RAM as the target's memory, against the golden target
+model.
+
+Random loads and stores of every size, inside and outside the windows, some to an endpoint
+whose request frames are lost (they must complete with TIMEOUT), some with a tag beyond the
+table (BAD_TAG, never sent); random idles on the GPU side, back-pressure on the completions
+and on every AXI channel. Every request completes exactly once with the model's status, every
+load's data and the whole memory are compared octet for octet. Then the cycle latencies.
+"""
+
+import random
+
+import cocotb
+import pytest
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiStreamFrame
+
+from ethlink.rtl.nic import csr
+from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequester
+from ethlink.rtl.wire import LsSize, Opcode, Status
+from ethlink.sim.models import Frame
+from ethlink.sim.models.nic import LINE_OCTETS, Window
+from ethlink.sim.nic_tb import (LoopbackPorts, completion, program_windows, request_octets,
+                                setup)
+from ethlink.sim.runner import export_params, run_cocotb
+from ethlink.sim.tb import wait_idle
+
+EXPORT = "nic_ls_loopback"
+LOCAL_ID = 0x021
+REMOTE = 0x155
+LOST = 0x3FF          # request frames to this endpoint are dropped on the way
+
+
+async def start_loopback(dut, rng, axi_pause=0.0):
+    params = export_params()
+    dut.local_id.value = LOCAL_ID
+    dut.drop_dst.value = LOST
+    counter, ram, model = await setup(dut, rng, axi_pause)
+    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+    windows = [Window(0, memory_lines // 2, csr.PERM_READ | csr.PERM_WRITE),
+               Window(memory_lines // 2, memory_lines // 4, csr.PERM_READ)]
+    await program_windows(dut, model, windows)
+    return counter, ram, model, memory_lines
+
+
+@cocotb.test()
+async def random_requests(dut):
+    params = export_params()
+    tags = params["tags"]
+    rng = random.Random(cocotb.RANDOM_SEED)
+    counter, ram, model, memory_lines = await start_loopback(dut, rng, axi_pause=0.2)
+    ports = LoopbackPorts(dut, counter, rng, idle=0.3, backpressure=0.3)
+    reqs, data, cpls, cpl_data = ports.reqs, ports.data, ports.cpls, ports.cpl_data
+
+    expected = {}           # tag -> (status, load data or None)
+    count = min(tags, 200)
+    for n in range(count + 4):
+        store = rng.random() < 0.5
+        size = rng.choice([LsSize.B64, LsSize.B128, LsSize.B256])
+        lines = LsSize(size).octets // LINE_OCTETS
+        line = rng.randrange(memory_lines // lines) * lines
+        dst = LOST if rng.random() < 0.05 else REMOTE
+        tag = n if n < count else tags + n      # the last four: beyond the table
+        payload = rng.randbytes(LsSize(size).octets) if store else b""
+        if tag >= tags:
+            expected[tag] = (CompletionStatus.BAD_TAG, None)
+        elif dst == LOST:
+            expected[tag] = (CompletionStatus.TIMEOUT, None)
+        else:
+            response = model.handle(Frame(
+                opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=dst, src=LOCAL_ID,
+                size=size, tag=tag, line=line, payload=payload))
+            expected[tag] = (CompletionStatus(response.status),
+                             response.payload if not store and response.status == Status.OK
+                             else None)
+        await reqs.send(request_octets(int(store), size, dst, tag % 4096, line))
+        if store:
+            await data.send(AxiStreamFrame(payload))
+
+    await wait_idle(dut, [reqs, data], [(cpls, len(expected))],
+                    timeout_cycles=params["timeout_cycles"] * 4 + 200 * count)
+    await ClockCycles(dut.clk, 100)
+    got = {}
+    for _ in range(len(expected)):
+        tag, status = completion((await cpls.recv()).tdata)
+        assert tag not in got, f"tag {tag} completed twice"
+        got[tag] = status
+    assert cpls.empty(), "more completions than requests"
+    want_data = [tag for tag in got if expected.get(tag, (None, None))[1] is not None]
+    for tag, status in got.items():
+        assert tag in expected, f"completion for unknown tag {tag}"
+        assert status == expected[tag][0], f"tag {tag}: {status.name}, expected " \
+                                           f"{expected[tag][0].name}"
+    # Load data comes in completion order.
+    order = [tag for tag in got if expected[tag][1] is not None]
+    assert cpl_data.count() == len(order)
+    for tag in order:
+        assert bytes((await cpl_data.recv()).tdata) == expected[tag][1], f"tag {tag} data"
+    assert ram.read(0, len(model.memory)) == bytes(model.memory), "memory differs from model"
+    assert int(dut.outstanding.value) == 0
+    statuses = [s for s, _ in expected.values()]
+    assert int(dut.count_timeouts.value) == statuses.count(CompletionStatus.TIMEOUT) > 0
+    assert int(dut.count_bad_tags.value) == statuses.count(CompletionStatus.BAD_TAG)
+    assert int(dut.count_unexpected.value) == int(dut.count_mismatched.value) == 0
+    assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED} <= set(statuses)
+    assert want_data
+
+
+@cocotb.test()
+async def latency(dut):
+    """TX: request taken → first frame beat; RX: last response beat → completion valid."""
+    rng = random.Random(cocotb.RANDOM_SEED + 1)
+    counter, ram, model, memory_lines = await start_loopback(dut, rng)
+    p = LoopbackPorts(dut, counter)
+    await p.reqs.send(request_octets(0, LsSize.B64, REMOTE, 5, 64))
+    await wait_idle(dut, [p.reqs], [(p.cpls, 1)])
+    tag, status = completion((await p.cpls.recv()).tdata)
+    assert (tag, status) == (5, CompletionStatus.OK)
+    tx_latency = p.tx.frame_starts[0] - p.req_log.transfers[0][0]
+    rx_latency = p.cpl_valid.rises[0] - p.rx.transfers[-1][0]
+    round_trip = p.cpl_valid.rises[0] - p.req_log.transfers[0][0]
+    assert tx_latency == LsRequester.TX_LATENCY, f"TX {tx_latency} cycles"
+    assert rx_latency == LsRequester.RX_LATENCY, f"RX {rx_latency} cycles"
+    dut._log.info(f"TX {tx_latency}, RX {rx_latency}, 64 B load round trip {round_trip} cycles")
+
+
+@pytest.mark.parametrize("params", [
+    {"beat_octets": 8, "tags": 256, "timeout_cycles": 2000, "addr_width": 16},
+    {"beat_octets": 64, "tags": 64, "timeout_cycles": 500, "addr_width": 16},
+], ids=lambda p: f"w{p['beat_octets']}")
+def test_nic_ls_loopback(params, tmp_path):
+    run_cocotb(EXPORT, "test_nic_ls_loopback", params, test_dir=tmp_path)

@@ -1,0 +1,89 @@
+"""Two NICs' Load/Store halves back to back: the requester of one talks to the target of the
+other over a frame path that can lose requests — the bench and test top of the L/S engines.
+
+Ref: spec §4.2, §11.
+"""
+
+from amaranth.hdl import Module, Signal, Cat, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .ls_requester import LsRequester
+from .ls_responder import LsTarget
+
+__all__ = ["LsLoopback"]
+
+
+class LsLoopback(wiring.Component):
+    """:class:`LsRequester` → (drop) → :class:`LsTarget` → :class:`LsRequester`.
+
+    Request frames whose OEFH dst equals ``drop_dst`` are discarded on the way, as a lost
+    frame would be: their requests must complete with TIMEOUT. ``tap_req_*`` and ``tap_rsp_*``
+    show the request and response frame streams (valid, ready, first, last) for latency
+    measurement. Every other member is the requester's (``req``, ``req_data``, ``cpl``,
+    ``cpl_data``, ``local_id``, ``outstanding``, ``count_*``) or the target's (``m_axi_*``,
+    ``csr_*``, ``count_*`` prefixed ``target_``).
+    """
+    def __init__(self, beat_octets=8, tags=256, timeout_cycles=4096, windows=8,
+                 addr_width=32):
+        self._requester = LsRequester(beat_octets, tags, timeout_cycles)
+        self._target = LsTarget(beat_octets, windows, addr_width)
+        members = {}
+        for name, member in self._requester.signature.members.items():
+            if name not in ("o", "i"):
+                members[name] = member
+        for name, member in self._target.signature.members.items():
+            if name in ("o", "i"):
+                continue
+            members[f"target_{name}" if name.startswith("count_") else name] = member
+        members["drop_dst"] = In(12)
+        members["count_dropped"] = Out(32)
+        for tap in ("tap_req", "tap_rsp"):
+            for field in ("valid", "ready", "first", "last"):
+                members[f"{tap}_{field}"] = Out(1)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.requester = req = self._requester
+        m.submodules.target = tgt = self._target
+        for name, member in req.signature.members.items():
+            if name in ("o", "i"):
+                continue
+            ours, theirs = getattr(self, name), getattr(req, name)
+            if member.is_port:
+                m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
+            else:
+                wiring.connect(m, wiring.flipped(ours), theirs)
+        for name, member in tgt.signature.members.items():
+            if name in ("o", "i"):
+                continue
+            ours = getattr(self, f"target_{name}" if name.startswith("count_") else name)
+            theirs = getattr(tgt, name)
+            m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
+
+        # The lossy request path: a frame is dropped whole, decided on its first beat.
+        beat = req.o.payload
+        dropping = Signal()
+        drop_now = Signal()
+        # Ref: spec §4.1 — dst is H[39:28]: octet 1 and the high nibble of octet 2.
+        dst = Cat(beat.data[20:24], beat.data[8:16])
+        m.d.comb += drop_now.eq(Mux(beat.first, dst == self.drop_dst, dropping))
+        m.d.comb += [
+            tgt.i.payload.eq(beat),
+            tgt.i.valid.eq(req.o.valid & ~drop_now),
+            req.o.ready.eq(tgt.i.ready | drop_now),
+        ]
+        with m.If(req.o.valid & req.o.ready):
+            m.d.sync += dropping.eq(drop_now & ~beat.last)
+        dropped = Signal(32)
+        m.d.comb += self.count_dropped.eq(dropped)
+        with m.If(req.o.valid & req.o.ready & beat.first & drop_now):
+            m.d.sync += dropped.eq(dropped + 1)
+        wiring.connect(m, tgt.o, req.i)
+        for tap, port in (("tap_req", req.o), ("tap_rsp", tgt.o)):
+            for field, value in (("valid", port.valid), ("ready", port.ready),
+                                 ("first", port.payload.first), ("last", port.payload.last)):
+                m.d.comb += getattr(self, f"{tap}_{field}").eq(value)
+        return m
+
