@@ -16,7 +16,7 @@ from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
                       COUNTER_WIDTH)
-from ..wire import HeaderLayout, LsSize, Opcode, VirtualChannel, OEFH_VERSION, LS_TH
+from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION, LS_TH
 from .ls_responder import LINE_OCTETS, MAX_LS_OCTETS, LINE_BITS
 
 __all__ = ["LsRequester", "LsRequestLayout", "CompletionLayout", "CompletionStatus",
@@ -39,10 +39,11 @@ def check_timeout(value):
 
 
 class CompletionStatus(enum.Enum, shape=3):
-    """Status of a completion: the wire's three (spec §4.2) and the requester's own."""
-    OK = 0
-    ACCESS_DENIED = 1
-    ADDRESS_ERROR = 2
+    """Status of a completion: the wire's three (spec §4.2, same codes) and the requester's
+    own."""
+    OK = Status.OK.value
+    ACCESS_DENIED = Status.ACCESS_DENIED.value
+    ADDRESS_ERROR = Status.ADDRESS_ERROR.value
     #: No response within ``timeout_cycles`` (the request or its response was lost).
     TIMEOUT = 4
     #: The tag was already outstanding or beyond ``tags``: the request was not sent.

@@ -17,7 +17,7 @@ from amaranth.utils import exact_log2
 from ..config import check_int_range
 from ..regbus import register_bus_members, register_reads
 from ..link.layouts import MAC_BEAT_OCTETS
-from ..stream import PacketStream, SaturatingCounter, count_to_keep, COUNTER_WIDTH
+from ..stream import PacketStream, SaturatingCounter, count_to_keep
 from . import csr
 from .allocator import IslipAllocator, MAX_ITERATIONS
 from .ingress import SwitchIngress, DROP_REASONS
