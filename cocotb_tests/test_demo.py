@@ -4,12 +4,14 @@ into it without losing a frame."""
 
 import json
 
+from ethlink.rtl.nic.nic import Nic
 from ethlink.sim.demo import run_demo
 
 
 def test_demo_report_figures():
     report = run_demo(scenario={"frames": 300, "seed": 7},
-                      link_scenario={"frames": 150, "bers": [1e-4]})
+                      link_scenario={"frames": 150, "bers": [1e-4]},
+                      nic_scenario={"requests": 150, "seed": 7})
     assert report["mismatches"] == 0 and report["dropped"] == 0
     link = report["link"]
     assert link["frames_sent"] == link["frames_delivered"] == 2 * 150
@@ -21,6 +23,13 @@ def test_demo_report_figures():
     assert report["blocks"]["oefh_parser"]["latency_cycles"] == 1
     # Back-to-back frames keep the frame stream busy every cycle.
     assert report["frame_stream_utilisation"] == 1.0
+    nic = report["nic"]
+    assert nic["requests"] == 2 * 150
+    assert nic["data_mismatches"] == nic["timeouts"] == 0, nic["errors"]
+    assert nic["replays"] > 0                       # errors were injected and repaired
+    assert nic["load_alone_cycles"]["tx"] == Nic.TX_LATENCY
+    assert nic["load_alone_cycles"]["rx"] == Nic.RX_LATENCY
+    assert nic["latency_cycles"]["p50"] >= nic["load_alone_cycles"]["round_trip"] - 1
 
 
 def test_demo_command_writes_json(tmp_path, cli):
@@ -28,6 +37,7 @@ def test_demo_command_writes_json(tmp_path, cli):
     code, out, _ = cli("demo", "--frames", "50", "--json", str(target))
     assert code == 0
     assert "oefh_parser" in out and "end to end" in out and "replays" in out
+    assert "nic_pair" in out and "request -> cpl" in out
     report = json.loads(target.read_text())
     assert report["frames"] == 50 and report["mismatches"] == 0
 

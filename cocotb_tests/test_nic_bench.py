@@ -7,6 +7,7 @@ import json
 
 from ethlink.rtl.nic.ls_requester import LsRequester
 from ethlink.rtl.nic.ls_responder import LsTarget
+from ethlink.rtl.nic.nic import Nic
 from ethlink.rtl.nic.reachability import Reachability
 
 KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_response_cycles",
@@ -28,11 +29,21 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
     assert result["target_store_issue_cycles"] == LsTarget.STORE_ISSUE_LATENCY
     assert result["target_load_response_cycles"] == LsTarget.LOAD_RESPONSE_LATENCY
     assert result["reachability_latency_cycles"] == Reachability.LATENCY
-    assert result["tx_latency_cycles"] == LsRequester.TX_LATENCY
-    assert result["rx_latency_cycles"] == LsRequester.RX_LATENCY
+    assert result["tx_latency_cycles"] == Nic.TX_LATENCY
+    assert result["rx_latency_cycles"] == Nic.RX_LATENCY
+    engines = result["engines_only"]
+    assert engines["tx_latency_cycles"] == LsRequester.TX_LATENCY
+    assert engines["rx_latency_cycles"] == LsRequester.RX_LATENCY
     # The round trip holds at least both ends' latencies and a 64-octet frame each way.
-    assert result["ls_round_trip_cycles"] > (LsRequester.TX_LATENCY + LsRequester.RX_LATENCY
-                                             + LsTarget.LOAD_ISSUE_LATENCY + 64 // width)
+    assert engines["ls_round_trip_cycles"] > (LsRequester.TX_LATENCY + LsRequester.RX_LATENCY
+                                              + LsTarget.LOAD_ISSUE_LATENCY + 64 // width)
+    # Through two NICs: both NICs' TX and RX and the lines on top of the engines alone.
+    assert result["ls_round_trip_cycles"] > engines["ls_round_trip_cycles"] + 2 * (
+        Nic.TX_LATENCY + Nic.RX_LATENCY)
+    pair = result["nic_pair"]
+    assert pair["requests"] == 2 * 30 and pair["timeouts"] == 0
+    assert pair["latency_cycles"]["min"] >= result["ls_round_trip_cycles"] - 1
+    assert 0 < pair["goodput_octets_per_cycle"] <= 2 * width
     for opcode in ("LOAD_REQ", "STORE_REQ"):
         by_size = {int(size): t["octets_per_cycle"]
                    for size, t in result["target_throughput"][opcode].items()}

@@ -16,19 +16,13 @@ import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from ethlink.rtl.nic.reachability import ENDPOINT_IDS, Reachability
-from ethlink.rtl.wire import LcwType, SEN_PAYLOAD, lanes_to_value
+from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
 from ethlink.sim.models.path import ReachabilityModel, select_port
+from ethlink.sim.nic_tb import lcw_tdata
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import start
 
 EXPORT = "nic_reachability"
-LCW_OCTETS = 6
-
-
-def lcw_tdata(lcw_type, payload):
-    """``tdata`` of an LCW stream beat: the LcwLayout value (type in bits 7:0, P above) in the
-    export's lane order."""
-    return lanes_to_value(lcw_type | payload << 8, LCW_OCTETS)
 
 
 def idle_inputs(dut, ports):

@@ -667,9 +667,11 @@ def _switch_table(result):
 #: (a 64 KiB AXI RAM in the simulation; the width changes no cycle).
 NIC_BENCH_PARAMS = {"beat_octets": 8, "addr_width": 16}
 NIC_SIZES = (0, 1, 2)
-#: What the NIC bench cannot measure yet: the blocks it needs are not built (docs/nic.md §7).
-NIC_NOT_YET = ("rdma_goodput_by_size", "tx/rx latency to and from the XGMII word (the NIC top "
-               "with its link stacks)")
+#: What the NIC bench cannot measure yet: the blocks it needs are not built (docs/nic.md §9).
+NIC_NOT_YET = ("rdma_goodput_by_size",)
+#: Saturated L/S traffic of the NIC pair: raw BER of every line (``requests`` per NIC: the
+#: bench's ``--frames``).
+NIC_PAIR_SCENARIO = {"ber": 1e-5, "seed": 1, "window": 16}
 
 
 def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
@@ -686,6 +688,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
             for opcode in ("LOAD_REQ", "STORE_REQ") for size in NIC_SIZES]
     trip = run_bench("nic_ls_loopback", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
                      testcase="round_trip", prefix="bench-nic-")
+    pair = run_nic_pair({**NIC_PAIR_SCENARIO, "requests": requests})
     loads = [r for r in runs if r["opcode"] == "LOAD_REQ"]
     stores = [r for r in runs if r["opcode"] == "STORE_REQ"]
     result = {
@@ -697,14 +700,23 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                                      "store_issue": LsTarget.STORE_ISSUE_LATENCY,
                                      "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
         "target_throughput": {r["opcode"]: {} for r in runs},
-        "data_mismatches": sum(r["data_mismatches"] for r in runs),
-        # The requester alone (request taken -> first frame beat; last response beat ->
-        # completion) and the L/S round trip requester -> target (AXI RAM) -> requester,
-        # without link layers.
-        "tx_latency_cycles": trip["load_tx_latency_cycles"],
-        "rx_latency_cycles": trip["load_rx_latency_cycles"],
-        "ls_round_trip_cycles": trip["load_round_trip_cycles"],
-        "ls_store_round_trip_cycles": trip["store_round_trip_cycles"],
+        "data_mismatches": sum(r["data_mismatches"] for r in runs) + pair["data_mismatches"],
+        # Two NICs back to back (nic_pair), 64 B load alone: request taken -> start word on
+        # the line (TX); start word off the line -> AXI read address valid (RX); request
+        # taken -> completion valid (round trip); and the store likewise.
+        "tx_latency_cycles": pair["load"]["tx"],
+        "rx_latency_cycles": pair["load"]["rx"],
+        "ls_round_trip_cycles": pair["load"]["round_trip"],
+        "ls_store_round_trip_cycles": pair["store"]["round_trip"],
+        "store_tx_latency_cycles": pair["store"]["tx"],
+        "store_rx_latency_cycles": pair["store"]["rx"],
+        "nic_pair": {key: value for key, value in pair.items() if key not in ("load", "store")},
+        # The L/S engines alone, without link layers (nic_ls_loopback): requester TX (request
+        # taken -> first frame beat), RX (last response beat -> completion), round trip.
+        "engines_only": {"tx_latency_cycles": trip["load_tx_latency_cycles"],
+                         "rx_latency_cycles": trip["load_rx_latency_cycles"],
+                         "ls_round_trip_cycles": trip["load_round_trip_cycles"],
+                         "ls_store_round_trip_cycles": trip["store_round_trip_cycles"]},
         "reachability_latency_cycles": Reachability.LATENCY,
         # Ref: docs/multipath.md §6 — a lookup in the cycle of the SEN already avoids the port
         # (asserted cycle for cycle by test_nic_reachability).
@@ -720,7 +732,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     if synth:
         from .exports import generate_verilog
         from .synth import synthesize
-        for name in ("nic_ls_target", "nic_reachability", "nic_ls_loopback"):
+        for name in ("nic", "nic_ls_target", "nic_reachability"):
             try:
                 figures = synthesize(generate_verilog(name, {}), name, device=device)
             except RuntimeError as error:
@@ -731,6 +743,29 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     return result
 
 
+def run_nic_pair(scenario):
+    """The ``pair`` bench of two NICs back to back (the tests' ``nic_pair`` build); returns its
+    result with the request latencies summarised (min, p50, p99, max, mean)."""
+    from .sim.demo import percentiles
+    from .sim.nic_tb import PAIR_PARAMS
+    from .sim.runner import run_bench
+    raw = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="pair",
+                    scenario=scenario, prefix="bench-nic-")
+    raw["latency_cycles"] = percentiles(raw.pop("latencies"))
+    raw["goodput_octets_per_cycle"] = round(raw["payload_octets"] / raw["cycles"], 3)
+    raw["scenario"] = scenario
+    return raw
+
+
+def _nic_pair_line(pair):
+    lat = pair["latency_cycles"]
+    return (f"saturated L/S both ways ({pair['requests']} requests, {pair['window']} "
+            f"outstanding per NIC, raw BER "
+            f"{pair['scenario']['ber']:g}, {pair['replays']} replays): latency request -> "
+            f"completion p50 {lat['p50']}, p99 {lat['p99']}, max {lat['max']} cycles; payload "
+            f"{pair['goodput_octets_per_cycle']} octets/cycle; timeouts {pair['timeouts']}")
+
+
 def _nic_table(result):
     w = result["beat_octets"]
     lines = [f"NIC L/S target at {w} octets per beat (AXI RAM as memory), golden-model "
@@ -738,11 +773,16 @@ def _nic_table(result):
              f"LOAD_REQ TH beat -> AR valid: {result['target_load_issue_cycles']} cycles; "
              f"STORE_REQ last beat -> AW valid: {result['target_store_issue_cycles']} cycles; "
              f"read data -> LOAD_RSP: {result['target_load_response_cycles']} cycle(s)",
-             f"L/S requester: request -> first frame beat {result['tx_latency_cycles']} cycles, "
-             f"last response beat -> completion {result['rx_latency_cycles']} cycles; 64 B "
-             f"round trip requester -> target -> requester (no link layer): load "
+             f"two NICs back to back, 64 B load: TX (request -> start word on the line) "
+             f"{result['tx_latency_cycles']} cycles, RX (start word -> AXI read) "
+             f"{result['rx_latency_cycles']} cycles, round trip load "
              f"{result['ls_round_trip_cycles']}, store {result['ls_store_round_trip_cycles']} "
              f"cycles",
+             f"L/S engines alone (no link layer): request -> frame "
+             f"{result['engines_only']['tx_latency_cycles']}, response -> completion "
+             f"{result['engines_only']['rx_latency_cycles']}, round trip load "
+             f"{result['engines_only']['ls_round_trip_cycles']} cycles",
+             _nic_pair_line(result["nic_pair"]),
              "",
              f"{'request':>9} {'size':>5} {'cycles/req':>10} {'octets/cycle':>12} "
              f"{'of beat rate':>12}"]

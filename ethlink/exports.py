@@ -142,6 +142,26 @@ def _vc_prefixes(suffix=""):
             **{f"o_vc{v}{suffix}": f"m_axis_vc{v}{suffix}" for v in range(MAX_VCS)}}
 
 
+#: Parameters of a NIC's L/S engines and ports.
+_NIC = {
+    "ports": (2, "NIC ports, 1 to 4", check_ports),
+    "tags": (64, "outstanding L/S tags, a power of two, 2 to 4096", check_tags),
+    "timeout_cycles": (4096, "cycles before an unanswered request times out, 64 to 32767",
+                       check_timeout),
+    "windows": (8, "memory windows, 8 to 16", check_windows),
+    "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width),
+}
+#: A NIC port is a CBFC link end carrying the two L/S VCs.
+_NIC_PORT = {**{name: value for name, value in _CBFC.items() if name != "vcs"}, **_LINK_END}
+
+
+def _nic_prefixes(suffix=""):
+    return {**{f"{name}{suffix}": f"{prefix}{suffix}" for name, prefix in (
+        ("req", "s_axis_req"), ("req_data", "s_axis_req_data"), ("cpl", "m_axis_cpl"),
+        ("cpl_data", "m_axis_cpl_data"))},
+        **{f"lcw_tx{p}{suffix}": f"s_axis_lcw{p}{suffix}" for p in range(MAX_PATH_PORTS)}}
+
+
 EXPORTS = {export.name: export for export in (
     Export("oefh_parser", "ethlink.rtl.forwarding.parser:OefhParser",
            "frame stream -> OEFH/TH header stream + payload stream; drops and counts "
@@ -228,7 +248,7 @@ EXPORTS = {export.name: export for export in (
            "one lossless link end: per-VC queues and receive buffers with credit-based flow "
            "control over MAC + LLR; frame bodies per VC <-> XGMII (spec §5, §7, §8)",
            params={**_CBFC, **_LINK_END},
-           prefixes=_vc_prefixes()),
+           prefixes={**_vc_prefixes(), "lcw_tx": "s_axis_lcw", "lcw_rx": "m_axis_lcw"}),
     Export("cbfc_pair", "ethlink.rtl.cbfc.cbfc_end:CbfcPair",
            "two CBFC link ends A and B joined by two simulated lines: flow control under test",
            params={**_PAIR,
@@ -275,6 +295,17 @@ EXPORTS = {export.name: export for export in (
                    "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width)},
            prefixes={"req": "s_axis_req", "req_data": "s_axis_req_data", "cpl": "m_axis_cpl",
                      "cpl_data": "m_axis_cpl_data"}),
+    Export("nic", "ethlink.rtl.nic.nic:Nic",
+           "NIC: L/S requester and target (AXI4 manager, windows) over 1-4 lossless ports "
+           "(MAC + LLR + CBFC each) with SEN-driven multipath steering",
+           params={**_NIC, **_NIC_PORT},
+           prefixes=_nic_prefixes()),
+    Export("nic_pair", "ethlink.rtl.nic.nic:NicPair",
+           "two NICs A and B joined port to port by simulated lines: the NIC under test",
+           params={"fec": (0, "mask of the ports whose lines have RS(272,258) FEC",
+                           lambda v: check_int_range("fec", v, 0, (1 << MAX_PATH_PORTS) - 1)),
+                   "delay": _PAIR["delay"], **_NIC, **_NIC_PORT},
+           prefixes={**_nic_prefixes("_a"), **_nic_prefixes("_b")}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",
            params=_BEAT,

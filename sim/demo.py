@@ -1,13 +1,18 @@
 """``ethlink demo``: the default EthLink domain, simulated cycle-accurately, with its report.
 
-Two parts, both on Verilator:
+Three parts, all on Verilator:
 
 * the forwarding path, :class:`ethlink.rtl.domain.ForwardingLoopback`, with a seeded mix of
   L/S and RDMA frames checked against the golden model (:mod:`ethlink.sim.demo_bench`);
 * a link pair, :class:`ethlink.rtl.link.link_end.LinkPair` (MAC + LLR both ways over lines
   with injected bit errors), with saturated traffic both ways; every frame is checked for
   loss, duplication, reordering and damage, and the replays and goodput are reported
-  (:mod:`ethlink.sim.link_bench`).
+  (:mod:`ethlink.sim.link_bench`);
+* two NICs back to back, :class:`ethlink.rtl.nic.nic.NicPair` (L/S requester and target,
+  two lossless ports, multipath steering, AXI RAM as each GPU's memory) with both GPUs issuing
+  random loads and stores to each other over lines with bit errors; completions, load data
+  and memories are checked against the golden target model, and the latency percentiles and
+  goodput are reported (:mod:`ethlink.sim.nic_bench`).
 
 This module prints the tables and writes the same figures as JSON.
 
@@ -22,7 +27,8 @@ from pathlib import Path
 
 from ethlink.toolchain import build_cache_dir
 
-__all__ = ["DEFAULT_SCENARIO", "DEFAULT_LINK_SCENARIO", "run_demo", "run_link_demo", "register"]
+__all__ = ["DEFAULT_SCENARIO", "DEFAULT_LINK_SCENARIO", "run_demo", "run_link_demo", "percentiles",
+           "register"]
 
 DEFAULT_SCENARIO = {
     "frames": 2000,
@@ -32,7 +38,8 @@ DEFAULT_SCENARIO = {
 }
 
 
-def _percentiles(values):
+def percentiles(values):
+    """min, p50, p99, max and mean of ``values`` (a non-empty sequence)."""
     ordered = sorted(values)
 
     def pick(q):
@@ -76,8 +83,36 @@ def run_link_demo(clock_mhz=156.25, scenario=None):
     }
 
 
-def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None, link_scenario=None, link=True):
-    """Run the demo domain and (with ``link``) the link pair; returns the report as a dict."""
+#: The NIC part of the demo: two NICs back to back (two ports, one with FEC), both GPUs issuing
+#: random loads and stores to each other with no idle and up to ``window`` outstanding, every
+#: line with raw bit errors.
+DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "ber": 1e-4, "seed": 1}
+
+
+def run_nic_demo(clock_mhz=156.25, scenario=None):
+    """Run the NIC pair with injected errors; returns its part of the report."""
+    from ethlink.bench import run_nic_pair
+
+    scenario = {**DEFAULT_NIC_SCENARIO, **(scenario or {})}
+    raw = run_nic_pair(scenario)
+    ns = 1000.0 / clock_mhz
+    return {
+        "domain": "nic_pair (NIC A <-> 2 ports of MAC + LLR + CBFC, port 1 with RS(272,258) "
+                  "FEC, 8-cycle lines with bit errors <-> NIC B; AXI RAM behind each)",
+        "scenario": scenario,
+        "load_alone_cycles": raw["load"], "store_alone_cycles": raw["store"],
+        "load_round_trip_ns": round(raw["load"]["round_trip"] * ns, 1),
+        **{key: raw[key] for key in ("requests", "window", "cycles", "latency_cycles", "payload_octets",
+                                     "goodput_octets_per_cycle", "data_mismatches", "errors",
+                                     "timeouts", "replays", "frames_per_port")},
+        "goodput_gbps": round(raw["goodput_octets_per_cycle"] * 8 * clock_mhz / 1000, 2),
+    }
+
+
+def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None, link_scenario=None, link=True,
+             nic_scenario=None, nic=True):
+    """Run the demo domain and (with ``link``) the link pair and (with ``nic``) the NIC pair;
+    returns the report as a dict."""
     from ethlink.sim.runner import run_bench
 
     scenario = {**DEFAULT_SCENARIO, **(scenario or {})}
@@ -86,7 +121,7 @@ def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None, link_scenario=None,
 
     ns = 1000.0 / clock_mhz
     zero = raw["zero_load_latency_cycles"]
-    loaded = {name: _percentiles(values)
+    loaded = {name: percentiles(values)
               for name, values in raw["loaded_latency_cycles"].items()}
     line_rate_gbps = beat_octets * 8 * clock_mhz / 1000
     utilisation = raw["tap_beats"] / raw["tap_busy_cycles"]
@@ -116,6 +151,7 @@ def run_demo(beat_octets=8, clock_mhz=156.25, scenario=None, link_scenario=None,
         "line_rate_gbps": line_rate_gbps,
         "goodput_gbps": round(raw["payload_octets"] * 8 / (raw["tap_busy_cycles"] * ns), 3),
         "link": run_link_demo(clock_mhz, link_scenario) if link else None,
+        "nic": run_nic_demo(clock_mhz, nic_scenario) if nic else None,
     }
 
 
@@ -147,20 +183,47 @@ def format_report(report):
               f"while frames were queued; payload goodput {report['goodput_gbps']} Gb/s "
               f"({ns:.2f} ns/cycle)"]
     link = report["link"]
-    if link is None:
-        return "\n".join(lines)
-    lines += ["", f"EthLink demo: {link['domain']}",
-              f"  {link['scenario']['frames']} frames of {link['scenario']['body_octets']} "
-              f"octets each way per bit error rate, both directions saturated; round trip "
-              f"{link['rtt_cycles']} cycles ({link['rtt_ns']} ns)",
-              f"  {'raw BER':>10} {'measured':>10} {'replays':>8} {'goodput':>8} {'Gb/s':>7}"]
+    if link is not None:
+        lines += _link_lines(link)
+    if report["nic"] is not None:
+        lines += _nic_lines(report["nic"], ns)
+    return "\n".join(lines)
+
+
+def _nic_lines(nic, ns):
+    lat = nic["latency_cycles"]
+    load, store = nic["load_alone_cycles"], nic["store_alone_cycles"]
+    return ["", f"EthLink demo: {nic['domain']}",
+            f"  64 B load alone: request -> line {load['tx']}, line -> AXI read {load['rx']}, "
+            f"round trip {load['round_trip']} cycles ({nic['load_round_trip_ns']} ns); "
+            f"64 B store round trip {store['round_trip']} cycles",
+            f"  {nic['requests']} random loads/stores both ways, no idle, "
+            f"{nic['window']} outstanding per GPU, raw BER "
+            f"{nic['scenario']['ber']:g}: {nic['replays']} replays, {nic['timeouts']} "
+            f"timeouts, {nic['data_mismatches']} differences from the golden model",
+            f"  {'latency (cycles)':18} {'min':>6} {'p50':>6} {'p99':>6} {'max':>6} "
+            f"{'mean':>8}",
+            f"  {'request -> cpl':18} {lat['min']:>6} {lat['p50']:>6} {lat['p99']:>6} "
+            f"{lat['max']:>6} {lat['mean']:>8}",
+            f"  payload goodput {nic['goodput_octets_per_cycle']} octets/cycle "
+            f"({nic['goodput_gbps']} Gb/s at {ns:.2f} ns/cycle); frames per port "
+            f"{nic['frames_per_port']}",
+            "  RDMA: not built yet (docs/nic.md §9)"]
+
+
+def _link_lines(link):
+    lines = ["", f"EthLink demo: {link['domain']}",
+             f"  {link['scenario']['frames']} frames of {link['scenario']['body_octets']} "
+             f"octets each way per bit error rate, both directions saturated; round trip "
+             f"{link['rtt_cycles']} cycles ({link['rtt_ns']} ns)",
+             f"  {'raw BER':>10} {'measured':>10} {'replays':>8} {'goodput':>8} {'Gb/s':>7}"]
     for run in link["runs"]:
         lines.append(f"  {run['ber']:>10.0e} {run['ber_measured']:>10.2e} {run['replays']:>8} "
                      f"{run['goodput']:>8.3f} {run['goodput_gbps']:>7.2f}")
     lines.append(f"  frames sent {link['frames_sent']}, delivered {link['frames_delivered']}, "
                  f"lost {link['lost']}, duplicated {link['duplicated']}, reordered "
                  f"{link['reordered']}, flushes {link['flushes']}")
-    return "\n".join(lines)
+    return lines
 
 
 def _run(args):
@@ -179,6 +242,11 @@ def _run(args):
         ok = False
         print("demo FAILED: the link lost, duplicated, reordered or altered frames",
               file=sys.stderr)
+    nic = report["nic"]
+    if nic["data_mismatches"] or nic["timeouts"]:
+        ok = False
+        print(f"demo FAILED: the NICs differ from the golden model or lost requests: "
+              f"{nic['errors']}", file=sys.stderr)
     return 0 if ok else 1
 
 

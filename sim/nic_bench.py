@@ -1,5 +1,8 @@
-"""cocotb bench of ``nic_ls_target`` run by ``ethlink bench nic`` (``ethlink.bench``).
+"""cocotb benches of the NIC run by ``ethlink bench nic`` (``ethlink.bench``) and
+``ethlink demo``: ``back_to_back`` on ``nic_ls_target``, ``round_trip`` on ``nic_ls_loopback``
+and ``pair`` on ``nic_pair`` (see each testcase).
 
+``back_to_back``:
 The scenario (``ETHLINK_SCENARIO``) names an opcode, an access size and a number of requests;
 the bench sends that many requests back to back (no idle, no back-pressure, cocotbext-axi's
 AXI RAM as memory, one window over all of it) and writes to ``ETHLINK_RESULT`` the cycles from
@@ -16,10 +19,13 @@ import cocotb
 from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
+from ethlink.rtl.nic import csr
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
-from ethlink.sim.models.nic import LINE_OCTETS
-from ethlink.sim.nic_tb import LoopbackPorts, ValidLog, open_memory, request_octets
+from ethlink.sim.models.nic import LINE_OCTETS, Window
+from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, ValidLog, collect_completions,
+                                issue, open_memory, probe_latency, random_requests,
+                                request_octets)
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
 
@@ -103,5 +109,63 @@ async def round_trip(dut):
         result[f"{name}_round_trip_cycles"] = p.cpl_valid.rises[n] - taken
         result[f"{name}_tx_latency_cycles"] = p.tx.frame_starts[n] - taken
         result[f"{name}_rx_latency_cycles"] = p.cpl_valid.rises[n] - rsp_last
+    with open(os.environ["ETHLINK_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
+@cocotb.test()
+async def pair(dut):
+    """On ``nic_pair``: a 64 B load and a 64 B store alone (TX, RX and round-trip cycles
+    through two NICs), then both GPUs issuing random loads and stores to each other with no
+    idle, each keeping ``window`` requests outstanding, over lines of raw bit error rate
+    ``ber``: latency
+    of every request (taken → completion taken), payload goodput, and every way completions,
+    load data or memories differ from the golden model (``data_mismatches``, must be 0)."""
+    scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
+    params = export_params()
+    rng = random.Random(scenario.get("seed", 1))
+    pair = await NicPairSides.start(dut, rng, ber=scenario.get("ber", 0.0))
+    lines = pair.memory_lines
+    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    result = {"load": await probe_latency(dut, pair, store=False, tag=0),
+              "store": await probe_latency(dut, pair, store=True, tag=1)}
+
+    # Tags are not reused: at most tags - 2 requests per NIC after the two probes.
+    count = min(scenario.get("requests", 250), params["tags"] - 2)
+    window = scenario.get("window", 16)
+    logs = {side.name: (TransferLog(dut, f"s_axis_req_{side.name}", pair.counter),
+                        TransferLog(dut, f"m_axis_cpl_{side.name}", pair.counter))
+            for side in pair.sides}
+    requests = {side.name: list(random_requests(rng, count, lines, first_tag=2))
+                for side in pair.sides}
+    start = pair.counter.now
+    tasks = [cocotb.start_soon(issue(side, requests[side.name], window))
+             for side in pair.sides]
+    expected = {side.name: await task for side, task in zip(pair.sides, tasks)}
+    await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
+                    [(side.cpls, count) for side in pair.sides],
+                    timeout_cycles=params["timeout_cycles"] * 4 + 400 * count)
+    cycles = pair.counter.now - start
+    errors, latencies, octets = [], [], 0
+    for side in pair.sides:
+        order, side_errors = await collect_completions(side, expected[side.name])
+        errors += side_errors
+        if side.peer.ram.read(0, len(side.peer.model.memory)) != bytes(side.peer.model.memory):
+            errors.append(f"{side.peer.name}: memory differs from the model")
+        taken = [cycle for cycle, _ in logs[side.name][0].transfers]
+        done = [cycle for cycle, _ in logs[side.name][1].transfers]
+        # Requests were taken in tag order from tag 2; completions in ``order``.
+        latencies += [done[k] - taken[tag - 2] for k, tag in enumerate(order)]
+        octets += sum(LsSize(size).octets for _, size, _, _, _ in requests[side.name])
+    replays = sum(side.counter(f"p{p}_count_replays") for side in pair.sides
+                  for p in range(pair.ports))
+    result.update({
+        "requests": 2 * count, "window": window, "cycles": cycles, "latencies": latencies,
+        "payload_octets": octets, "data_mismatches": len(errors), "errors": errors[:10],
+        "timeouts": sum(side.counter("count_timeouts") for side in pair.sides),
+        "replays": replays,
+        "frames_per_port": pair.frames_sent(),
+    })
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)

@@ -6,43 +6,53 @@ from types import SimpleNamespace
 
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
-from cocotbext.axi import AxiBus, AxiRam
+from cocotbext.axi import AxiBus, AxiRam, AxiStreamFrame
 
+from ethlink.rtl.link.layouts import LcwLayout
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequestLayout
+from ethlink.rtl.wire import LsSize, Opcode, Status, XgmiiControl, lanes_to_value
+from ethlink.sim.link_tb import set_ber
+from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
+from ethlink.sim.models.path import ls_entropy, select_port
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import TransferLog, axis_sink, axis_source, pauses, start
+from ethlink.sim.tb import TransferLog, axis_sink, axis_source, pauses, start, wait_idle
 
-__all__ = ["csr_write", "csr_read", "setup", "program_windows", "open_memory", "ValidLog",
-           "request_octets", "completion", "LoopbackPorts"]
+__all__ = ["csr_write", "csr_read", "attach_memory", "setup", "program_windows", "open_memory",
+           "ValidLog", "request_octets", "completion", "LoopbackPorts", "lcw_tdata",
+           "NicPairSides", "XgmiiStarts", "PAIR_PARAMS", "random_requests", "issue",
+           "collect_completions", "probe_latency"]
 
 
-async def csr_write(dut, addr, data):
-    dut.csr_addr.value, dut.csr_wdata.value, dut.csr_we.value = addr, data, 1
+async def csr_write(dut, addr, data, prefix=""):
+    """Write a target register; ``prefix`` names the NIC of a pair (``"a_"``)."""
+    for name, value in (("addr", addr), ("wdata", data), ("we", 1)):
+        getattr(dut, f"{prefix}csr_{name}").value = value
     await RisingEdge(dut.clk)
-    dut.csr_we.value = 0
+    getattr(dut, f"{prefix}csr_we").value = 0
 
 
-async def csr_read(dut, addr):
-    dut.csr_addr.value, dut.csr_re.value = addr, 1
+async def csr_read(dut, addr, prefix=""):
+    getattr(dut, f"{prefix}csr_addr").value = addr
+    getattr(dut, f"{prefix}csr_re").value = 1
     await RisingEdge(dut.clk)
-    dut.csr_re.value = 0
+    getattr(dut, f"{prefix}csr_re").value = 0
     await ReadOnly()
-    assert int(dut.csr_rvalid.value) == 1
-    value = int(dut.csr_rdata.value)
+    assert int(getattr(dut, f"{prefix}csr_rvalid").value) == 1
+    value = int(getattr(dut, f"{prefix}csr_rdata").value)
     await RisingEdge(dut.clk)
     return value
 
 
-async def setup(dut, rng, axi_pause=0.0):
-    """Clock, reset, an AXI RAM of the whole address space filled with random octets, and a
-    model holding the same octets. Returns ``(counter, ram, model)``."""
-    params = export_params()
-    counter = await start(dut)
-    dut.csr_we.value = dut.csr_re.value = 0
-    size = 1 << params["addr_width"]
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=size)
+def attach_memory(dut, rng, axi_pause=0.0, prefix=""):
+    """An AXI RAM of the whole address space on ``{prefix}m_axi``, filled with random octets,
+    pausing every channel with probability ``axi_pause``, and a golden target model holding
+    the same octets. Returns ``(ram, model)``."""
+    addr_width = export_params()["addr_width"]
+    getattr(dut, f"{prefix}csr_we").value = getattr(dut, f"{prefix}csr_re").value = 0
+    size = 1 << addr_width
+    ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}m_axi"), dut.clk, dut.rst, size=size)
     for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
                     ram.read_if.ar_channel, ram.read_if.r_channel):
         channel.set_pause_generator(pauses(rng, axi_pause))
@@ -50,14 +60,21 @@ async def setup(dut, rng, axi_pause=0.0):
     ram.read_if.log.setLevel("WARNING")
     initial = rng.randbytes(size)
     ram.write(0, initial)
-    return counter, ram, LsTargetModel(bytearray(initial), [], params["addr_width"])
+    return ram, LsTargetModel(bytearray(initial), [], addr_width)
 
 
-async def program_windows(dut, model, windows):
+async def setup(dut, rng, axi_pause=0.0):
+    """Clock, reset and :func:`attach_memory`. Returns ``(counter, ram, model)``."""
+    counter = await start(dut)
+    ram, model = attach_memory(dut, rng, axi_pause)
+    return counter, ram, model
+
+
+async def program_windows(dut, model, windows, prefix=""):
     model.windows = list(windows)
     for index, window in enumerate(windows):
         for addr, data in window.csr_writes(index):
-            await csr_write(dut, addr, data)
+            await csr_write(dut, addr, data, prefix)
 
 
 async def open_memory(dut, rng):
@@ -66,6 +83,12 @@ async def open_memory(dut, rng):
     memory_lines = (1 << export_params()["addr_width"]) // LINE_OCTETS
     await program_windows(dut, model, [Window(0, memory_lines, csr.PERM_READ | csr.PERM_WRITE)])
     return counter, ram, model
+
+
+def lcw_tdata(lcw_type, payload):
+    """``tdata`` of an LCW stream beat: the LcwLayout value (type in bits 7:0, P above) in the
+    export's lane order."""
+    return lanes_to_value(lcw_type | payload << 8, LcwLayout().size // 8)
 
 
 class ValidLog:
@@ -112,3 +135,196 @@ def LoopbackPorts(dut, counter, rng=None, idle=0.0, backpressure=0.0):
         tx=TransferLog(dut, "tap_req", counter),
         rx=TransferLog(dut, "tap_rsp", counter),
         cpl_valid=ValidLog(dut.m_axis_cpl_tvalid, dut.clk, counter))
+
+
+class XgmiiStarts:
+    """The cycles in which an XGMII start word (``/S/`` in lane 0) is on ``{prefix}d`` /
+    ``{prefix}c``."""
+    def __init__(self, dut, prefix, counter):
+        self.cycles = []
+        cocotb.start_soon(self._run(getattr(dut, f"{prefix}d"), getattr(dut, f"{prefix}c"),
+                                    dut.clk, counter))
+
+    async def _run(self, data, ctrl, clk, counter):
+        while True:
+            await RisingEdge(clk)
+            await ReadOnly()
+            if int(ctrl.value) & 1 and int(data.value) & 0xFF == XgmiiControl.START:
+                self.cycles.append(counter.now)
+
+
+#: Endpoint ids of the two NICs of ``nic_pair``.
+PAIR_IDS = {"a": 0x021, "b": 0x155}
+
+
+class NicSide:
+    """One NIC of ``nic_pair``: its GPU-side bus models, its SEN sources (``lcw_sources``, one
+    per port), its memory and the golden model of its target; ``peer`` is the other NIC."""
+    def __init__(self, dut, name, rng, idle, backpressure, axi_pause):
+        self.dut, self.name, self.id = dut, name, PAIR_IDS[name]
+        self.reqs = axis_source(dut, f"s_axis_req_{name}", rng, idle)
+        self.data = axis_source(dut, f"s_axis_req_data_{name}", rng, idle)
+        self.cpls = axis_sink(dut, f"m_axis_cpl_{name}", rng, backpressure)
+        self.cpl_data = axis_sink(dut, f"m_axis_cpl_data_{name}", rng, backpressure)
+        self.lcw_sources = [axis_source(dut, f"s_axis_lcw{p}_{name}")
+                            for p in range(export_params()["ports"])]
+        self.ram, self.model = attach_memory(dut, rng, axi_pause, f"{name}_")
+        self.peer = None
+
+    def counter(self, name):
+        return int(getattr(self.dut, f"{self.name}_{name}").value)
+
+
+class NicPairSides:
+    """Both NICs of ``nic_pair`` set up: :meth:`start` drives every control, starts the clock,
+    attaches the memories; ``sides`` is ``(A, B)``."""
+    @classmethod
+    async def start(cls, dut, rng, ber=0.0, axi_pause=0.0, idle=0.0, backpressure=0.0):
+        self = cls()
+        self.dut = dut
+        params = export_params()
+        self.ports = params["ports"]
+        self.memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+        for name, end_id in PAIR_IDS.items():
+            getattr(dut, f"{name}_local_id").value = end_id
+            for p in range(self.ports):
+                getattr(dut, f"{name}_p{p}_enable").value = 1
+                getattr(dut, f"{name}_p{p}_replay_timeout").value = 0
+                getattr(dut, f"{name}_p{p}_rx_credits").value = 0
+        for p in range(self.ports):
+            for n, direction in enumerate(("ab", "ba")):
+                line = f"{direction}{p}"
+                set_ber(dut, line, ber)
+                for control, value in (("burst_length", 0), ("burst", 0), ("link_up", 1),
+                                       ("seed", 2 * (2 * p + n) + 1), ("reseed", 0)):
+                    getattr(dut, f"{line}_{control}").value = value
+        if hasattr(dut, "fec_bypass"):
+            dut.fec_bypass.value = 0
+        self.counter = await start(dut)
+        self.sides = tuple(NicSide(dut, name, rng, idle, backpressure, axi_pause)
+                           for name in PAIR_IDS)
+        self.sides[0].peer, self.sides[1].peer = self.sides[1], self.sides[0]
+        return self
+
+    async def program_windows(self, windows):
+        for side in self.sides:
+            await program_windows(self.dut, side.model, windows, f"{side.name}_")
+
+    async def wait_links(self, timeout_cycles=20000):
+        """Until every link of both NICs is up and both reachability tables are ready."""
+        everything = (1 << self.ports) - 1
+        for _ in range(timeout_cycles):
+            await RisingEdge(self.dut.clk)
+            if all(side.counter("links_up") == everything and not side.counter("reach_busy")
+                   for side in self.sides):
+                return
+        raise AssertionError("the links did not come up")
+
+    def frames_sent(self):
+        """``{nic: [[frames of VC 0 per port], [frames of VC 1 per port]]}`` sent by the
+        ports' CBFC transmitters."""
+        mask = (1 << 32) - 1
+        return {side.name: [[side.counter(f"p{p}_count_frames_sent") >> (32 * vc) & mask
+                             for p in range(self.ports)] for vc in range(2)]
+                for side in self.sides}
+
+
+#: The ``nic_pair`` build the tests, ``ethlink bench nic`` and ``ethlink demo`` share (one
+#: Verilator build): two ports, port 1's lines with RS(272,258) FEC, 64 KiB memories.
+PAIR_PARAMS = {"ports": 2, "tags": 256, "timeout_cycles": 4000, "addr_width": 16, "fec": 0b10}
+
+
+def random_requests(rng, count, memory_lines, first_tag=0, store_fraction=0.5,
+                    sizes=(LsSize.B64, LsSize.B128, LsSize.B256)):
+    """``count`` random L/S requests ``(store, size, tag, line, payload)`` with tags from
+    ``first_tag``. Every request starts on a 4-line boundary, so requests that overlap have the
+    same line, hence the same entropy and path, and reach the target in the order sent."""
+    for tag in range(first_tag, first_tag + count):
+        store = rng.random() < store_fraction
+        size = rng.choice(sizes)
+        line = rng.randrange(memory_lines // 4) * 4
+        payload = rng.randbytes(LsSize(size).octets) if store else b""
+        yield store, size, tag, line, payload
+
+
+async def issue(side, requests, window=None):
+    """Send ``requests`` from ``side`` to its peer, with at most ``window`` of them
+    outstanding (completions not yet received) if given; returns ``{tag: (status, load data
+    or None)}`` as the peer's golden target model answers them."""
+    expected = {}
+    base = side.cpls.count()
+    for sent, (store, size, tag, line, payload) in enumerate(requests):
+        while window is not None and sent - (side.cpls.count() - base) >= window:
+            await RisingEdge(side.dut.clk)
+        response = side.peer.model.handle(Frame(
+            opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=side.peer.id,
+            src=side.id, size=size, tag=tag, line=line, payload=payload))
+        expected[tag] = (CompletionStatus(response.status),
+                         response.payload if not store and response.status == Status.OK
+                         else None)
+        await side.reqs.send(request_octets(int(store), size, side.peer.id, tag, line))
+        if store:
+            await side.data.send(AxiStreamFrame(payload))
+    return expected
+
+
+async def collect_completions(side, expected):
+    """Receive ``side``'s completions of ``expected`` (all must have arrived); returns the
+    completed tags in order and a list of every way they differ from ``expected``: a tag
+    completed twice or unknown, a status or load data other than the model's, a completion or
+    data beyond those expected."""
+    order, errors = [], []
+    for _ in range(len(expected)):
+        tag, status = completion((await side.cpls.recv()).tdata)
+        if tag in order or tag not in expected:
+            errors.append(f"{side.name}: tag {tag} completed twice or unknown")
+        elif status != expected[tag][0]:
+            errors.append(f"{side.name} tag {tag}: {status.name}, model "
+                          f"{expected[tag][0].name}")
+        order.append(tag)
+    if not side.cpls.empty():
+        errors.append(f"{side.name}: more completions than requests")
+    loads = [tag for tag in order if expected.get(tag, (None, None))[1] is not None]
+    # A load's data may follow its completion by a few cycles.
+    for _ in range(1000):
+        if side.cpl_data.count() >= len(loads):
+            break
+        await RisingEdge(side.dut.clk)
+    if side.cpl_data.count() != len(loads):
+        errors.append(f"{side.name}: {side.cpl_data.count()} load data packets, "
+                      f"{len(loads)} expected")
+    for tag in loads[:side.cpl_data.count()]:
+        if bytes((await side.cpl_data.recv()).tdata) != expected[tag][1]:
+            errors.append(f"{side.name} tag {tag}: load data differs")
+    return order, errors
+
+
+async def probe_latency(dut, pair, store=False, tag=0):
+    """One 64 B load (or store) of A from B on idle links, to a line whose path is a port
+    without FEC, sent half-way between two periodic LCWs; returns its cycles: ``tx`` (A's
+    request taken → its frame's start word on A's line side), ``rx`` (that start word on B's
+    line side → B's AXI read or write address valid), ``round_trip`` (request taken →
+    completion valid)."""
+    a, b = pair.sides
+    fec = export_params().get("fec", 0)
+    line, port = next((line, port) for line in range(64, pair.memory_lines, 4)
+                      for port in [select_port(b.id, ls_entropy(line), (1 << pair.ports) - 1)]
+                      if not fec >> port & 1)
+    req_log = TransferLog(dut, "s_axis_req_a", pair.counter)
+    tx_starts = XgmiiStarts(dut, f"ab{port}_tap_tx", pair.counter)
+    rx_starts = XgmiiStarts(dut, f"ab{port}_tap_rx", pair.counter)
+    issued = ValidLog(getattr(dut, f"b_m_axi_{'aw' if store else 'ar'}valid"), dut.clk,
+                      pair.counter)
+    cpl_valid = ValidLog(dut.m_axis_cpl_a_tvalid, dut.clk, pair.counter)
+    # Clear of the periodic LCWs (PING, CREDIT_UPDATE, CREDIT_SYNC: every 1024 or 4096
+    # cycles from reset), which the MAC may put between two words of the frame.
+    while pair.counter.now % 1024 != 512:
+        await RisingEdge(dut.clk)
+    expected = await issue(a, [(store, LsSize.B64, tag, line,
+                                bytes(range(64)) if store else b"")])
+    await wait_idle(dut, [a.reqs, a.data], [(a.cpls, 1)])
+    order, errors = await collect_completions(a, expected)
+    assert not errors, errors
+    taken = req_log.transfers[0][0]
+    return {"tx": tx_starts.cycles[0] - taken, "rx": issued.rises[0] - rx_starts.cycles[0],
+            "round_trip": cpl_valid.rises[0] - taken}

@@ -4,19 +4,19 @@ per VC on top (spec §5, §7, §8), and a pair of such ends joined by simulated 
 ::
 
     i_vc0..n ─▶ CbfcTx ─▶ LinkEnd.i ──▶ txd/txc
-                  ▲ UPDATE   │ llr_head        CREDIT_UPDATE (CbfcRx) > CREDIT_SYNC (CbfcTx)
+                  ▲ UPDATE   │ llr_head        CREDIT_UPDATE (CbfcRx) > CREDIT_SYNC (CbfcTx) > lcw_tx
                   │          ▼                 go out as the link end's lcw_tx_ext
     o_vc0..n ◀─ CbfcRx ◀─ LinkEnd.o ◀── rxd/rxc
                   ▲ SYNC, rx_held_frames
 """
 
 from amaranth.hdl import Module
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.data import ArrayLayout
 from amaranth.lib.wiring import In, Out
 
 from ..link.control import LcwArbiter
-from ..link.layouts import MAC_BEAT_OCTETS
+from ..link.layouts import LcwLayout, MAC_BEAT_OCTETS
 from ..link.link_end import LinkEnd, LinkPair
 from ..stream import PacketStream, COUNTER_WIDTH
 from .cbfc_rx import CbfcRx
@@ -50,6 +50,9 @@ class CbfcEnd(wiring.Component):
         Frame bodies of VC *v* (the OEFH ``vc`` must be *v*) to send, and received.
     txd, txc, rxd, rxc
         XGMII towards and from the line.
+    lcw_tx : In(stream.Signature(LcwLayout())); lcw_rx : Out(stream.Signature(LcwLayout()))
+        LCWs of the layers above (e.g. SEN), sent after the credit LCWs; and every LCW
+        received, one per cycle, not back-pressured (``lcw_rx.ready`` is ignored).
     enable, replay_timeout, tx_state, rx_state, failed, rtt, rtt_valid, count_* (link)
         As in :class:`LinkEnd`.
     rx_credits : In(range(credits + 1))
@@ -90,6 +93,8 @@ class CbfcEnd(wiring.Component):
             **{f"i_vc{v}": In(PacketStream(MAC_BEAT_OCTETS)) for v in range(vcs)},
             **{f"o_vc{v}": Out(PacketStream(MAC_BEAT_OCTETS)) for v in range(vcs)},
             "txd": Out(64), "txc": Out(8), "rxd": In(64), "rxc": In(8),
+            "lcw_tx": In(stream.Signature(LcwLayout())),
+            "lcw_rx": Out(stream.Signature(LcwLayout())),
             **{name: link_members[name] for name in _LINK_PORTS},
             "rx_credits": In(range(self.credits + 1)),
             **{name: member for name, member in link_members.items()
@@ -109,7 +114,7 @@ class CbfcEnd(wiring.Component):
         m.submodules.link = link = LinkEnd(**self.link_params)
         m.submodules.tx = tx = CbfcTx(n, **self._tx)
         m.submodules.rx = rx = CbfcRx(n, **self._rx)
-        m.submodules.lcws = lcws = LcwArbiter(2)
+        m.submodules.lcws = lcws = LcwArbiter(3)
 
         for v in range(n):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_vc{v}")), tx.i[v])
@@ -119,8 +124,9 @@ class CbfcEnd(wiring.Component):
         # Updates first: a receiver starved of credits waits for them, a SYNC can wait.
         wiring.connect(m, rx.lcw_tx, lcws.i0)
         wiring.connect(m, tx.lcw_tx, lcws.i1)
+        wiring.connect(m, wiring.flipped(self.lcw_tx), lcws.i2)
         wiring.connect(m, lcws.o, link.lcw_tx_ext)
-        for unit in (tx, rx):
+        for unit in (tx, rx, self):
             m.d.comb += [unit.lcw_rx.valid.eq(link.lcw_rx_ext.valid),
                          unit.lcw_rx.payload.eq(link.lcw_rx_ext.payload)]
         m.d.comb += [

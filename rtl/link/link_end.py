@@ -14,6 +14,7 @@ from amaranth.hdl import Module, Cat, Const, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..hierarchy import forward_member, pair_name
 from ..phy.channel import LinkChannel
 from ..phy.fec.loop import CHANNEL_CONTROLS
 from ..phy.fec.sublayer import FecLink
@@ -26,7 +27,7 @@ from .llr_tx import LlrTx, TxState, TIMER_BITS
 from .mac_rx import MacRx, RX_COUNTERS
 from .mac_tx import MacTx, TX_COUNTERS
 
-__all__ = ["LinkEnd", "LinkPair", "IDLE_WORD", "link_end_counters"]
+__all__ = ["LinkEnd", "LinkPair", "IDLE_WORD", "link_end_counters", "line_members", "add_line"]
 
 #: An XGMII word of eight /I/ (what a line carries when nothing is sent or it is down).
 IDLE_WORD = (int.from_bytes(bytes([XgmiiControl.IDLE] * 8), "little"), 0xFF)
@@ -164,7 +165,57 @@ _PAIR_CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_lo
 
 #: Members of an end that a pair wires itself (the line side and the hooks for layers above).
 _PAIR_INTERNAL = ("txd", "txc", "rxd", "rxc", "lcw_tx_ext", "lcw_rx_ext", "llr_head",
-                  "rx_held_frames")
+                  "rx_held_frames", "lcw_tx", "lcw_rx")
+
+
+
+def line_members(fec, delay, max_delay=0):
+    """Signature members of one simulated line (see :func:`add_line`), unprefixed: the
+    channel's controls and counters, ``delay`` when it is set at run time (``max_delay``),
+    the FEC counters with ``fec``."""
+    members = {name: In(shape) for name, shape in CHANNEL_CONTROLS.items()}
+    members.update({name: Out(COUNTER_WIDTH) for name in _PAIR_CHANNEL_COUNTERS})
+    if max_delay:
+        members["delay"] = In(range(max_delay + 1), init=delay)
+    if fec:
+        members["count_uncorrectable_codewords"] = Out(COUNTER_WIDTH)
+        members["count_corrected_symbols"] = Out(COUNTER_WIDTH)
+    return members
+
+
+def add_line(m, owner, line, tx, rx, *, fec, delay, max_delay=0):
+    """Join ``tx``'s ``txd``/``txc`` to ``rx``'s ``rxd``/``rxc`` by a simulated line, submodule
+    ``line_{line}`` of ``m``: a :class:`LinkChannel` of ``delay`` cycles (``max_delay``: up to
+    that many, set by ``{line}_delay``), or with ``fec`` an RS(272,258) :class:`FecLink`
+    switched off by ``owner.fec_bypass``. Its controls and counters are ``owner``'s members
+    ``{line}_*`` (:func:`line_members`). Nothing arriving (line down, start-up, a word lost)
+    reaches ``rx`` as an idle word."""
+    if fec:
+        m.submodules[f"line_{line}"] = link = FecLink(delay=delay)
+        m.d.comb += link.bypass.eq(owner.fec_bypass)
+        sender, receiver = link.tx, link.rx
+        controls = link
+        counters = {name: getattr(link, name) for name in (
+            *_PAIR_CHANNEL_COUNTERS, "count_uncorrectable_codewords",
+            "count_corrected_symbols")}
+        m.d.comb += [sender.payload.data.eq(tx.txd), sender.payload.ctrl.eq(tx.txc)]
+        word = (receiver.payload.data, receiver.payload.ctrl)
+    else:
+        m.submodules[f"line_{line}"] = channel = LinkChannel(
+            width=72, max_delay=max_delay or delay)
+        m.d.comb += channel.delay.eq(getattr(owner, f"{line}_delay") if max_delay else delay)
+        sender, receiver = channel.i, channel.o
+        controls = channel
+        counters = {name: getattr(channel, name) for name in _PAIR_CHANNEL_COUNTERS}
+        m.d.comb += sender.payload.data.eq(Cat(tx.txd, tx.txc))
+        word = (receiver.payload.data[:64], receiver.payload.data[64:])
+    m.d.comb += [sender.valid.eq(1), receiver.ready.eq(1)]
+    for name in CHANNEL_CONTROLS:
+        m.d.comb += getattr(controls, name).eq(getattr(owner, f"{line}_{name}"))
+    for name, value in counters.items():
+        m.d.comb += getattr(owner, f"{line}_{name}").eq(value)
+    m.d.comb += [rx.rxd.eq(Mux(receiver.valid, word[0], Const(IDLE_WORD[0], 64))),
+                 rx.rxc.eq(Mux(receiver.valid, word[1], IDLE_WORD[1]))]
 
 
 class LinkPair(wiring.Component):
@@ -190,25 +241,15 @@ class LinkPair(wiring.Component):
         # Lines of up to max_delay cycles whose delay is set at run time (ab_delay, ba_delay).
         self.max_delay = max_delay if max_delay > delay and not self.fec else 0
         self._ends = {name: self.end_class(**end_params) for name in "ab"}
-        line_members = {name: In(shape) for name, shape in CHANNEL_CONTROLS.items()}
-        line_members.update({name: Out(COUNTER_WIDTH) for name in _PAIR_CHANNEL_COUNTERS})
-        if self.max_delay:
-            line_members["delay"] = In(range(self.max_delay + 1), init=delay)
-        if self.fec:
-            line_members["count_uncorrectable_codewords"] = Out(COUNTER_WIDTH)
-            line_members["count_corrected_symbols"] = Out(COUNTER_WIDTH)
+        line = line_members(self.fec, delay, self.max_delay)
         members = {"fec_bypass": In(1)} if self.fec else {}
         for end, inner in self._ends.items():
             for name, member in inner.signature.members.items():
                 if name not in _PAIR_INTERNAL:
-                    members[self._pair_name(end, name, member)] = member
-        members.update({f"{line}_{name}": member for line in ("ab", "ba")
-                        for name, member in line_members.items()})
+                    members[pair_name(end, name, member)] = member
+        members.update({f"{name}_{member_name}": member for name in ("ab", "ba")
+                        for member_name, member in line.items()})
         super().__init__(members)
-
-    @staticmethod
-    def _pair_name(end, name, member):
-        return f"{end}_{name}" if member.is_port else f"{name}_{end}"
 
     def elaborate(self, platform):
         m = Module()
@@ -218,47 +259,14 @@ class LinkPair(wiring.Component):
             for port, member in end.signature.members.items():
                 if port in _PAIR_INTERNAL:
                     continue
-                ours = getattr(self, self._pair_name(name, port, member))
-                theirs = getattr(end, port)
-                if not member.is_port:
-                    if member.flow == In:
-                        wiring.connect(m, wiring.flipped(ours), theirs)
-                    else:
-                        wiring.connect(m, theirs, wiring.flipped(ours))
-                elif member.flow == In:
-                    m.d.comb += theirs.eq(ours)
-                else:
-                    m.d.comb += ours.eq(theirs)
-            if "lcw_tx_ext" in end.signature.members:
-                m.d.comb += [end.lcw_tx_ext.valid.eq(0), end.lcw_rx_ext.ready.eq(1)]
+                forward_member(m, getattr(self, pair_name(name, port, member)),
+                               getattr(end, port), member)
+            for lcw_tx, lcw_rx in (("lcw_tx_ext", "lcw_rx_ext"), ("lcw_tx", "lcw_rx")):
+                if lcw_tx in end.signature.members:
+                    m.d.comb += [getattr(end, lcw_tx).valid.eq(0),
+                                 getattr(end, lcw_rx).ready.eq(1)]
 
         for line, (tx, rx) in {"ab": (ends["a"], ends["b"]), "ba": (ends["b"], ends["a"])}.items():
-            if self.fec:
-                m.submodules[f"line_{line}"] = link = FecLink(delay=self.delay)
-                m.d.comb += link.bypass.eq(self.fec_bypass)
-                sender, receiver = link.tx, link.rx
-                controls = link
-                counters = {name: getattr(link, name) for name in (
-                    *_PAIR_CHANNEL_COUNTERS, "count_uncorrectable_codewords",
-                    "count_corrected_symbols")}
-                m.d.comb += [sender.payload.data.eq(tx.txd), sender.payload.ctrl.eq(tx.txc)]
-                word = (receiver.payload.data, receiver.payload.ctrl)
-            else:
-                m.submodules[f"line_{line}"] = channel = LinkChannel(
-                    width=72, max_delay=self.max_delay or self.delay)
-                m.d.comb += channel.delay.eq(getattr(self, f"{line}_delay") if self.max_delay
-                                             else self.delay)
-                sender, receiver = channel.i, channel.o
-                controls = channel
-                counters = {name: getattr(channel, name) for name in _PAIR_CHANNEL_COUNTERS}
-                m.d.comb += sender.payload.data.eq(Cat(tx.txd, tx.txc))
-                word = (receiver.payload.data[:64], receiver.payload.data[64:])
-            m.d.comb += [sender.valid.eq(1), receiver.ready.eq(1)]
-            for name in CHANNEL_CONTROLS:
-                m.d.comb += getattr(controls, name).eq(getattr(self, f"{line}_{name}"))
-            for name, value in counters.items():
-                m.d.comb += getattr(self, f"{line}_{name}").eq(value)
-            # Nothing arriving (line down, start-up, a word lost) is an idle word.
-            m.d.comb += [rx.rxd.eq(Mux(receiver.valid, word[0], Const(IDLE_WORD[0], 64))),
-                         rx.rxc.eq(Mux(receiver.valid, word[1], IDLE_WORD[1]))]
+            add_line(m, self, line, tx, rx, fec=self.fec, delay=self.delay,
+                     max_delay=self.max_delay)
         return m

@@ -8,6 +8,7 @@ from amaranth.hdl import Module, Signal, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..hierarchy import forward_member
 from .ls_requester import LsRequester
 from .ls_responder import LsTarget
 
@@ -50,17 +51,12 @@ class LsLoopback(wiring.Component):
         for name, member in req.signature.members.items():
             if name in ("o", "i"):
                 continue
-            ours, theirs = getattr(self, name), getattr(req, name)
-            if member.is_port:
-                m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
-            else:
-                wiring.connect(m, wiring.flipped(ours), theirs)
+            forward_member(m, getattr(self, name), getattr(req, name), member)
         for name, member in tgt.signature.members.items():
             if name in ("o", "i"):
                 continue
-            ours = getattr(self, f"target_{name}" if name.startswith("count_") else name)
-            theirs = getattr(tgt, name)
-            m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
+            forward_member(m, getattr(self, f"target_{name}" if name.startswith("count_")
+                                      else name), getattr(tgt, name), member)
 
         # The lossy request path: a frame is dropped whole, decided on its first beat.
         beat = req.o.payload

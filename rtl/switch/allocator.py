@@ -12,40 +12,13 @@ from amaranth.hdl import Module, Signal, Const, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..arbiter import round_robin, one_hot_index, wrap_next
 from ..config import check_int_range
 
-__all__ = ["IslipAllocator", "round_robin", "one_hot_index", "MAX_ITERATIONS"]
+__all__ = ["IslipAllocator", "MAX_ITERATIONS"]
 
 #: iSLIP converges in at most log2(N) iterations on average; 4 covers radix 16.
 MAX_ITERATIONS = 4
-
-
-def round_robin(m, requests, pointer, name):
-    """One-hot grant of the first set bit of ``requests`` at or after index ``pointer``,
-    wrapping round (combinational). ``requests`` is an N-bit value, ``pointer`` an index."""
-    n = len(requests)
-    at_or_after = Signal(n, name=f"{name}_mask")
-    masked = Signal(n, name=f"{name}_masked")
-    grant = Signal(n, name=f"{name}_grant")
-    m.d.comb += [
-        at_or_after.eq(Const((1 << n) - 1, n) << pointer),
-        masked.eq(requests & at_or_after),
-    ]
-    # x & -x keeps the lowest set bit of x.
-    with m.If(masked.any()):
-        m.d.comb += grant.eq(masked & (~masked + 1))
-    with m.Else():
-        m.d.comb += grant.eq(requests & (~requests + 1))
-    return grant
-
-
-def one_hot_index(one_hot):
-    """Index of the set bit of a one-hot value (0 when none is set; combinational)."""
-    width = max(1, (len(one_hot) - 1).bit_length())
-    index = Const(0, width)
-    for i, bit in enumerate(one_hot):
-        index = index | Cat(*(bit & ((i >> k) & 1) for k in range(width)))
-    return index
 
 
 class IslipAllocator(wiring.Component):
@@ -124,8 +97,3 @@ class IslipAllocator(wiring.Component):
             total = total | extra
         m.d.comb += self.match.eq(total)
         return m
-
-
-def wrap_next(index, n):
-    """``(index + 1) mod n`` for an index below ``n`` (combinational)."""
-    return Mux(index == n - 1, 0, index + 1)

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..link.layouts import MAC_BEAT_OCTETS
-from .allocator import round_robin, one_hot_index
+from ..arbiter import round_robin, one_hot_index
 
 __all__ = ["BufferWordLayout", "VoqBuffer", "check_voq_beats", "check_vc_classes"]
 

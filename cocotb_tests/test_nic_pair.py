@@ -1,0 +1,187 @@
+"""Two NICs back to back (``nic_pair``): each NIC's L/S requester talks to the other's target
+over ``ports`` lossless links (MAC + LLR + CBFC each, FEC on some), with multipath steering;
+cocotbext-axi's AXI RAM is each NIC's memory, the golden target model stands beside it.
+
+* ``traffic``: both GPUs issue random loads and stores of every size at the same time, inside
+  and outside the windows, with random idles, back-pressure on the completions and pauses on
+  every AXI channel, over lines with raw bit errors. Every request completes exactly once with
+  the model's status (no TIMEOUT: the links lose nothing), load data and both memories are
+  compared octet for octet, the link layer must have replayed, and the frames each port sent
+  must be exactly those the path-selection model sends there (spreading).
+* ``failover``: SENs received on a port steer every later frame away from it; with no port
+  left, requests are dropped at the NIC and complete with TIMEOUT; stale SENs are ignored.
+* ``latency``: a 64 B load alone, its cycles from request to XGMII and from XGMII to the AXI
+  read (:attr:`Nic.TX_LATENCY`, :attr:`Nic.RX_LATENCY`).
+"""
+
+import random
+
+import cocotb
+import pytest
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiStreamFrame
+
+from ethlink.rtl.nic import csr
+from ethlink.rtl.nic.ls_requester import CompletionStatus
+from ethlink.rtl.nic.nic import Nic
+from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
+from ethlink.sim.models.nic import Window
+from ethlink.sim.models.path import ls_entropy, select_port
+from ethlink.sim.nic_tb import (NicPairSides, PAIR_PARAMS, collect_completions, completion,
+                                issue, lcw_tdata, probe_latency, random_requests)
+from ethlink.sim.runner import export_params, run_cocotb
+from ethlink.sim.tb import wait_idle
+
+EXPORT = "nic_pair"
+
+
+@cocotb.test()
+async def traffic(dut):
+    params = export_params()
+    ports = params["ports"]
+    rng = random.Random(cocotb.RANDOM_SEED)
+    pair = await NicPairSides.start(dut, rng, ber=1e-4, axi_pause=0.2, idle=0.3,
+                                    backpressure=0.3)
+    lines = pair.memory_lines
+    windows = [Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
+               Window(lines // 2, lines // 4, csr.PERM_READ)]
+    await pair.program_windows(windows)
+    await pair.wait_links()
+    count = min(params["tags"], 200)
+    requests = {side.name: list(random_requests(rng, count, lines)) for side in pair.sides}
+    sent_before = pair.frames_sent()
+    issued = [cocotb.start_soon(issue(side, requests[side.name])) for side in pair.sides]
+    expected = {side.name: await task for side, task in zip(pair.sides, issued)}
+    await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
+                    [(side.cpls, count) for side in pair.sides],
+                    timeout_cycles=params["timeout_cycles"] * 4 + 400 * count)
+    await ClockCycles(dut.clk, 200)
+    for side in pair.sides:
+        order, errors = await collect_completions(side, expected[side.name])
+        assert not errors, errors
+        assert side.peer.ram.read(0, len(side.peer.model.memory)) == \
+            bytes(side.peer.model.memory), f"{side.peer.name}: memory differs from the model"
+        assert side.counter("outstanding") == 0
+        for name in ("timeouts", "unexpected", "mismatched", "bad_tags", "unroutable",
+                     "bad_vc"):
+            assert side.counter(f"count_{name}") == 0, f"{side.name}: count_{name}"
+        for p in range(ports):
+            assert side.counter(f"p{p}_count_frames_dropped") == 0
+        statuses = {status for status, _ in expected[side.name].values()}
+        assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED} <= statuses
+
+    # The lines damaged frames and the links replayed them.
+    replays = sum(side.counter(f"p{p}_count_replays") for side in pair.sides
+                  for p in range(ports))
+    bad = sum(side.counter(f"p{p}_count_mac_rx_fcs_errors") for side in pair.sides
+              for p in range(ports))
+    assert replays > 0 and bad > 0, f"replays {replays}, FCS errors {bad}"
+
+    # Spreading: every frame left on the port the path-selection model picks for it. A
+    # response copies its request's entropy, so it is steered by the same hash towards the
+    # requester.
+    everything = (1 << ports) - 1
+    want = {side.name: [[0] * ports for _ in range(2)] for side in pair.sides}
+    for side in pair.sides:
+        for store, size, tag, line, payload in requests[side.name]:
+            entropy = ls_entropy(line)
+            want[side.name][0][select_port(side.peer.id, entropy, everything)] += 1
+            want[side.peer.name][1][select_port(side.id, entropy, everything)] += 1
+    sent = pair.frames_sent()
+    for side in pair.sides:
+        got = [[sent[side.name][vc][p] - sent_before[side.name][vc][p] for p in range(ports)]
+               for vc in range(2)]
+        dut._log.info(f"{side.name}: requests per port {got[0]}, responses per port {got[1]}")
+        assert got == want[side.name], f"{side.name}: frames per port {got}, model {want}"
+        assert all(got[0]), f"{side.name}: a port carried no request"
+
+
+def sen_word(endpoint, reachable, event):
+    """The 6 ``tdata`` octets of a SEN LCW about ``endpoint``."""
+    word = lcw_tdata(LcwType.SEN, SEN_PAYLOAD.to_int(endpoint=endpoint,
+                                                     reachable=int(reachable), event=event,
+                                                     port=0))
+    return word.to_bytes(6, "little")
+
+
+@cocotb.test()
+async def failover(dut):
+    params = export_params()
+    ports = params["ports"]
+    rng = random.Random(cocotb.RANDOM_SEED + 2)
+    pair = await NicPairSides.start(dut, rng)
+    lines = pair.memory_lines
+    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    a, b = pair.sides
+    next_tag = 0
+
+    async def run(count):
+        """``count`` random requests of A to B; returns their completion statuses."""
+        nonlocal next_tag
+        expected = await issue(a, random_requests(rng, count, lines, next_tag))
+        next_tag += count
+        await wait_idle(dut, [a.reqs, a.data], [(a.cpls, count)],
+                        timeout_cycles=params["timeout_cycles"] * 3 + 200 * count)
+        await ClockCycles(dut.clk, 20)
+        statuses = [completion((await a.cpls.recv()).tdata)[1] for _ in range(count)]
+        while not a.cpl_data.empty():
+            await a.cpl_data.recv()
+        return statuses
+
+    async def sen(port, reachable, event):
+        """B sends a SEN about itself on ``port``: A receives it there, as from a switch."""
+        await b.lcw_sources[port].send(AxiStreamFrame(sen_word(b.id, reachable, event)))
+        await ClockCycles(dut.clk, 100)
+
+    # Port 0 is announced dead: every request then leaves on the other ports.
+    await sen(0, False, 1)
+    assert a.counter("count_sen_down") == 1
+    before = pair.frames_sent()["a"][0]
+    statuses = await run(40)
+    after = pair.frames_sent()["a"][0]
+    assert statuses == [CompletionStatus.OK] * 40
+    assert after[0] == before[0], "a frame was steered to the dead port"
+    assert sum(after) - sum(before) == 40
+
+    # Every port dead: requests are dropped at the NIC and time out; nothing hangs.
+    for p in range(1, ports):
+        await sen(p, False, 1)
+    statuses = await run(5)
+    assert statuses == [CompletionStatus.TIMEOUT] * 5
+    assert a.counter("count_unroutable") == 5
+    assert a.counter("count_timeouts") == 5
+
+    # Port 0 comes back; a stale SEN (an old event number) does not take it away again.
+    await sen(0, True, 2)
+    await sen(0, False, 2)
+    assert a.counter("count_sen_stale") == 1
+    before = pair.frames_sent()["a"][0]
+    statuses = await run(20)
+    after = pair.frames_sent()["a"][0]
+    assert statuses == [CompletionStatus.OK] * 20
+    assert after[0] - before[0] == 20, "requests did not all take the one live port"
+    assert a.counter("count_sen_up") == 1 and a.counter("count_sen_down") == ports
+
+
+@cocotb.test()
+async def latency(dut):
+    rng = random.Random(cocotb.RANDOM_SEED + 3)
+    pair = await NicPairSides.start(dut, rng)
+    lines = pair.memory_lines
+    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    cycles = await probe_latency(dut, pair)
+    dut._log.info(f"64 B load: TX {cycles['tx']}, RX {cycles['rx']}, round trip "
+                  f"{cycles['round_trip']} cycles")
+    assert cycles["tx"] == Nic.TX_LATENCY, f"TX {cycles['tx']} cycles"
+    assert cycles["rx"] == Nic.RX_LATENCY, f"RX {cycles['rx']} cycles"
+
+
+@pytest.mark.parametrize("params", [
+    PAIR_PARAMS,
+    pytest.param({"ports": 4, "tags": 64, "timeout_cycles": 4000, "addr_width": 16,
+                  "fec": 0b0101}, marks=pytest.mark.slow),
+], ids=lambda p: f"ports{p['ports']}")
+def test_nic_pair(params, tmp_path):
+    run_cocotb(EXPORT, "test_nic_pair", params, test_dir=tmp_path)

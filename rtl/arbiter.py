@@ -1,0 +1,91 @@
+"""Round-robin arbitration: the combinational pick shared by the switch's allocator and VOQs,
+and a packet arbiter that merges frame streams whole.
+"""
+
+from amaranth.hdl import Module, Signal, Const, Cat, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .stream import PacketStream
+
+__all__ = ["round_robin", "one_hot_index", "wrap_next", "PacketArbiter"]
+
+
+def round_robin(m, requests, pointer, name):
+    """One-hot grant of the first set bit of ``requests`` at or after index ``pointer``,
+    wrapping round (combinational). ``requests`` is an N-bit value, ``pointer`` an index."""
+    n = len(requests)
+    at_or_after = Signal(n, name=f"{name}_mask")
+    masked = Signal(n, name=f"{name}_masked")
+    grant = Signal(n, name=f"{name}_grant")
+    m.d.comb += [
+        at_or_after.eq(Const((1 << n) - 1, n) << pointer),
+        masked.eq(requests & at_or_after),
+    ]
+    # x & -x keeps the lowest set bit of x.
+    with m.If(masked.any()):
+        m.d.comb += grant.eq(masked & (~masked + 1))
+    with m.Else():
+        m.d.comb += grant.eq(requests & (~requests + 1))
+    return grant
+
+
+def one_hot_index(one_hot):
+    """Index of the set bit of a one-hot value (0 when none is set; combinational)."""
+    width = max(1, (len(one_hot) - 1).bit_length())
+    index = Const(0, width)
+    for i, bit in enumerate(one_hot):
+        index = index | Cat(*(bit & ((i >> k) & 1) for k in range(width)))
+    return index
+
+
+
+def wrap_next(index, n):
+    """``(index + 1) mod n`` for an index below ``n`` (combinational)."""
+    return Mux(index == n - 1, 0, index + 1)
+
+
+class PacketArbiter(wiring.Component):
+    """Merge ``n`` packet streams into one, a whole frame at a time, round robin.
+
+    A frame is granted when its first beat is offered and holds the output until its last beat
+    has been taken (so an offered beat is never withdrawn); the next grant goes to the first
+    input with a frame waiting after the one just served. The grant is combinational: no latency, one beat per cycle, and a frame waiting
+    alone on an idle output passes in the cycle it is offered.
+
+    Members: ``i{k}`` : In(PacketStream(octets)) for k < n; ``o`` : Out(PacketStream(octets)).
+    """
+    def __init__(self, n, octets):
+        if n < 1:
+            raise ValueError(f"a packet arbiter needs at least one input, not {n}")
+        self.n = n
+        super().__init__({
+            **{f"i{k}": In(PacketStream(octets)) for k in range(n)},
+            "o": Out(PacketStream(octets)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        inputs = [getattr(self, f"i{k}") for k in range(self.n)]
+        if self.n == 1:
+            wiring.connect(m, wiring.flipped(inputs[0]), wiring.flipped(self.o))
+            return m
+        pointer = Signal(range(self.n))
+        busy = Signal()
+        held = Signal(self.n)
+        grant = Signal(self.n)
+        request = Cat(port.valid for port in inputs)
+        m.d.comb += grant.eq(held)
+        with m.If(~busy):
+            m.d.comb += grant.eq(round_robin(m, request, pointer, "pick"))
+        for k, port in enumerate(inputs):
+            with m.If(grant[k]):
+                m.d.comb += [self.o.valid.eq(port.valid), self.o.payload.eq(port.payload),
+                             port.ready.eq(self.o.ready)]
+        # A beat once offered stays offered until taken (a stream's rule): the grant is held
+        # from the first offer of a frame, not only from its first transfer.
+        with m.If(self.o.valid):
+            m.d.sync += [busy.eq(1), held.eq(grant)]
+            with m.If(self.o.ready & self.o.payload.last):
+                m.d.sync += [busy.eq(0), pointer.eq(wrap_next(one_hot_index(grant), self.n))]
+        return m

@@ -1,0 +1,330 @@
+"""The NIC: the Load/Store requester and target over 1–4 lossless ports, with multipath steering;
+and two NICs joined port to port by simulated lines.
+
+Ref: spec §3 (VCs), §5–§8 (each port: MAC, LLR, CBFC), §9 (path selection over the ports that
+are reachable and up), §10 (SEN received per port), §11.
+
+::
+
+    GPU req ─▶ LsRequester.o ─┐                        ┌─▶ port 0: CbfcEnd i_vc0/i_vc1 ─▶ txd0
+                              ├▶ PacketArbiter ▶ FrameSteer ─▶ port p (Reachability + PathSelect)
+    m_axi ◀─▶ LsTarget.o ─────┘                        └─▶ port n-1 …
+    GPU cpl ◀─ LsRequester.i ◀─ PacketArbiter ◀─ o_vc1 of every port   (L/S responses)
+    m_axi ◀─── LsTarget.i ◀──── PacketArbiter ◀─ o_vc0 of every port   (L/S requests)
+               SEN LCWs received on port p ─▶ Reachability.lcw{p}; links up ─▶ links_up
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..arbiter import PacketArbiter
+from ..cbfc.cbfc_end import CbfcEnd
+from ..hierarchy import forward_member, pair_name
+from ..link.layouts import LcwLayout, MAC_BEAT_OCTETS
+from ..link.link_end import add_line, line_members
+from ..link.llr_tx import TxState
+from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
+from ..wire import OEFH, VirtualChannel, lanes_to_value
+from .ls_requester import LsRequester
+from .ls_responder import LsTarget
+from .path_select import MAX_PORTS, DST_WIDTH, ENTROPY_WIDTH
+from .reachability import Reachability, check_ports
+
+__all__ = ["FrameSteer", "Nic", "NicPair", "NIC_VCS"]
+
+#: VCs a NIC port carries today: L/S requests and L/S responses (spec §3).
+NIC_VCS = 2
+
+
+class FrameSteer(wiring.Component):
+    """Send each frame of ``i`` to the port the path lookup picks, on the frame's own VC.
+
+    On a frame's first beat the block asks ``lookup_*`` for the port of its OEFH ``dst`` and
+    ``entropy`` and holds the frame until the answer (``result_*``, ``lookup_latency`` cycles
+    later, as :class:`Reachability` gives it) arrives; the frame then leaves whole on
+    ``o{port}_vc{vc}``, the answer's first beat in the answer's cycle. A frame no port reaches
+    (``result_none``) is dropped and counted (``count_unroutable``); one whose VC has no queue
+    (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat per cycle.
+
+    Latency: a frame's first beat leaves ``lookup_latency`` cycles after it is offered (2 with
+    :class:`Reachability`); the rest follow at one beat per cycle, with the output's
+    back-pressure. Throughput: one beat per cycle within a frame, plus ``lookup_latency``
+    cycles between frames.
+    """
+    def __init__(self, ports, vcs=NIC_VCS, octets=MAC_BEAT_OCTETS):
+        self.ports = check_ports(ports)
+        self.vcs = vcs
+        self.octets = octets
+        super().__init__({
+            "i": In(PacketStream(octets)),
+            **{f"o{p}_vc{v}": Out(PacketStream(octets)) for p in range(ports)
+               for v in range(vcs)},
+            "lookup_valid": Out(1), "lookup_dst": Out(DST_WIDTH),
+            "lookup_entropy": Out(ENTROPY_WIDTH),
+            "result_valid": In(1), "result_port": In(range(MAX_PORTS)), "result_none": In(1),
+            "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        beat = self.i.payload
+        oefh = OEFH.layout(lanes_to_value(beat.data[:8 * OEFH.octets], OEFH.octets))
+        port = Signal(range(MAX_PORTS))
+        vc = Signal(3)
+        m.d.comb += [self.lookup_dst.eq(oefh.dst), self.lookup_entropy.eq(oefh.entropy)]
+        unroutable = SaturatingCounter("count_unroutable")
+        bad_vc = SaturatingCounter("count_bad_vc")
+        m.d.comb += [self.count_unroutable.eq(unroutable.value),
+                     self.count_bad_vc.eq(bad_vc.value)]
+        outputs = {(p, v): getattr(self, f"o{p}_vc{v}")
+                   for p in range(self.ports) for v in range(self.vcs)}
+
+        def forward(to_port):
+            for (p, v), out in outputs.items():
+                with m.If((to_port == p) & (vc == v)):
+                    m.d.comb += [out.valid.eq(self.i.valid), out.payload.eq(beat),
+                                 self.i.ready.eq(out.ready)]
+
+        with m.FSM():
+            with m.State("IDLE"):
+                # A frame starts: ask for its port, hold its first beat until the answer.
+                with m.If(self.i.valid):
+                    m.d.comb += self.lookup_valid.eq(1)
+                    m.d.sync += vc.eq(oefh.vc)
+                    m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                with m.If(self.result_valid):
+                    m.d.sync += port.eq(self.result_port)
+                    with m.If(self.result_none | (vc >= self.vcs)):
+                        unroutable.increment(m, self.result_none)
+                        bad_vc.increment(m, ~self.result_none)
+                        m.next = "DROP"
+                    with m.Else():
+                        # The first beat leaves in the answer's cycle.
+                        forward(self.result_port)
+                        with m.If(self.i.valid & self.i.ready):
+                            m.next = "SEND"
+                            with m.If(beat.last):
+                                m.next = "IDLE"
+            with m.State("SEND"):
+                forward(port)
+                with m.If(self.i.valid & self.i.ready & beat.last):
+                    m.next = "IDLE"
+            with m.State("DROP"):
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(self.i.valid & beat.last):
+                    m.next = "IDLE"
+        return m
+
+
+#: Members of a port's :class:`CbfcEnd` the NIC wires itself.
+_PORT_INTERNAL = ("i_vc0", "i_vc1", "o_vc0", "o_vc1", "lcw_rx")
+
+
+class Nic(wiring.Component):
+    """An EthLink NIC with the Load/Store engines: :class:`LsRequester` for the local GPU's
+    requests, :class:`LsTarget` for remote requests against local memory (AXI4 manager), and
+    ``ports`` lossless link stacks (:class:`CbfcEnd`: MAC + LLR + CBFC, VC 0 for L/S requests,
+    VC 1 for L/S responses).
+
+    **Transmit.** Request frames (requester) and response frames (target) are merged a frame
+    at a time (round robin), and :class:`FrameSteer` sends each to the port that
+    :class:`Reachability` picks for its ``dst`` and ``entropy`` among the ports that reach
+    ``dst`` and whose link is up (spec §9). A frame no port reaches is dropped and counted
+    (``count_unroutable``); a request so lost completes with TIMEOUT.
+
+    **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the
+    target, VC 1 to the requester. SEN LCWs received on port ``p`` update reachable[·][p]
+    (spec §10). A port's link is up while its LLR transmitter is in ADVANCE or REPLAY
+    (``links_up``).
+
+    Members
+    -------
+    local_id, req, req_data, cpl, cpl_data, outstanding, count_* (requester)
+        As :class:`LsRequester`.
+    m_axi_*, csr_*, target_count_*
+        As :class:`LsTarget` (its counters prefixed ``target_``).
+    p{p}_* : port ``p``'s :class:`CbfcEnd` ports
+        XGMII ``txd``/``txc``/``rxd``/``rxc``, ``enable``, ``replay_timeout``, ``rx_credits``,
+        status and counters.
+    lcw_tx{p} : In(stream.Signature(LcwLayout()))
+        LCWs to send on port ``p`` after the link's and the credits' own (a test's SENs).
+    links_up : Out(ports)
+    reach_busy, count_sen_down, count_sen_up, count_sen_stale
+        As :class:`Reachability` (``busy`` renamed).
+    count_unroutable, count_bad_vc : Out(32)
+        Frames dropped by :class:`FrameSteer`.
+
+    Latency (cycles, asserted by the tests): a request's first frame beat reaches its port's
+    CbfcEnd ``LsRequester.TX_LATENCY`` + :attr:`STEER_LATENCY` cycles after ``req`` is taken;
+    the XGMII side adds CbfcTx, LLR and MAC (:attr:`TX_LATENCY` in all, to the start word on
+    ``txd``). A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
+    CbfcRx and the port merge.
+    """
+    #: Cycles of :class:`FrameSteer` with :class:`Reachability` (lookup).
+    STEER_LATENCY = Reachability.LATENCY
+    #: Cycles from a 64 B LOAD_REQ taken on ``req`` to its start word on ``txd``: requester
+    #: 2 + steering 2 + the frame's second (last) beat 1 + CbfcTx 2 + LLR and MAC 2. A request
+    #: of ``n`` beats (a store) takes ``n − 2`` more: CbfcTx sends a frame once wholly queued.
+    TX_LATENCY = 9
+    #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
+    #: (``m_axi_arvalid``): the MAC and LLR take the frame whole (its FCS is checked before
+    #: any of it is passed on), CbfcRx 2, the port merge 0, the target 4
+    #: (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
+    RX_LATENCY = 15
+
+    def __init__(self, *, ports=2, tags=64, timeout_cycles=4096, windows=8, addr_width=32,
+                 **port_params):
+        self.ports = check_ports(ports)
+        self._requester = LsRequester(MAC_BEAT_OCTETS, tags, timeout_cycles)
+        self._target = LsTarget(MAC_BEAT_OCTETS, windows, addr_width)
+        self._ends = [CbfcEnd(vcs=NIC_VCS, **port_params) for _ in range(ports)]
+        members = {}
+        for name, member in self._requester.signature.members.items():
+            if name not in ("o", "i"):
+                members[name] = member
+        for name, member in self._target.signature.members.items():
+            if name not in ("o", "i"):
+                members[self._target_name(name)] = member
+        for p, end in enumerate(self._ends):
+            for name, member in end.signature.members.items():
+                if name not in _PORT_INTERNAL:
+                    members[self._port_name(p, name)] = member
+        members.update({
+            "links_up": Out(ports),
+            "reach_busy": Out(1),
+            **{f"count_sen_{name}": Out(COUNTER_WIDTH) for name in ("down", "up", "stale")},
+            "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
+        })
+        super().__init__(members)
+
+    @staticmethod
+    def _target_name(name):
+        return f"target_{name}" if name.startswith("count_") else name
+
+    @staticmethod
+    def _port_name(p, name):
+        return f"lcw_tx{p}" if name == "lcw_tx" else f"p{p}_{name}"
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.requester = req = self._requester
+        m.submodules.target = tgt = self._target
+        m.submodules.reach = reach = Reachability(self.ports)
+        m.submodules.steer = steer = FrameSteer(self.ports)
+        m.submodules.tx_merge = tx_merge = PacketArbiter(2, MAC_BEAT_OCTETS)
+        rx_merge = []
+        for v in range(NIC_VCS):
+            m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(self.ports, MAC_BEAT_OCTETS)
+            rx_merge.append(merge)
+
+        for name, member in req.signature.members.items():
+            if name not in ("o", "i"):
+                forward_member(m, getattr(self, name), getattr(req, name), member)
+        for name, member in tgt.signature.members.items():
+            if name not in ("o", "i"):
+                forward_member(m, getattr(self, self._target_name(name)), getattr(tgt, name),
+                               member)
+
+        # Transmit: responses and requests merged, then steered to a port.
+        wiring.connect(m, tgt.o, tx_merge.i0)
+        wiring.connect(m, req.o, tx_merge.i1)
+        wiring.connect(m, tx_merge.o, steer.i)
+        m.d.comb += [
+            reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
+            reach.i_entropy.eq(steer.lookup_entropy),
+            steer.result_valid.eq(reach.o_valid), steer.result_port.eq(reach.o_port),
+            steer.result_none.eq(reach.o_none),
+            self.count_unroutable.eq(steer.count_unroutable),
+            self.count_bad_vc.eq(steer.count_bad_vc),
+            self.reach_busy.eq(reach.busy),
+            reach.links_up.eq(self.links_up),
+        ]
+        for name in ("down", "up", "stale"):
+            m.d.comb += getattr(self, f"count_sen_{name}").eq(getattr(reach, f"count_sen_{name}"))
+
+        for p, end in enumerate(self._ends):
+            m.submodules[f"port{p}"] = end
+            for name, member in end.signature.members.items():
+                if name not in _PORT_INTERNAL:
+                    forward_member(m, getattr(self, self._port_name(p, name)),
+                                   getattr(end, name), member)
+            for v in range(NIC_VCS):
+                wiring.connect(m, getattr(steer, f"o{p}_vc{v}"), getattr(end, f"i_vc{v}"))
+                wiring.connect(m, getattr(end, f"o_vc{v}"), getattr(rx_merge[v], f"i{p}"))
+            lcw = getattr(reach, f"lcw{p}")
+            m.d.comb += [
+                lcw.valid.eq(end.lcw_rx.valid), lcw.payload.eq(end.lcw_rx.payload),
+                end.lcw_rx.ready.eq(1),
+                self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
+                                    | (end.tx_state == TxState.REPLAY)),
+            ]
+        # Receive: VC 0 (L/S requests) to the target, VC 1 (L/S responses) to the requester.
+        wiring.connect(m, rx_merge[VirtualChannel.LS_REQ].o, tgt.i)
+        wiring.connect(m, rx_merge[VirtualChannel.LS_RSP].o, req.i)
+        return m
+
+
+class NicPair(wiring.Component):
+    """Two :class:`Nic` s, A and B, port ``p`` of A joined to port ``p`` of B by two simulated
+    lines (``ab{p}``: A→B, ``ba{p}``: B→A) as :func:`~ethlink.rtl.link.link_end.add_line`
+    builds them: ``delay`` cycles each, RS(272,258) FEC on the ports whose bit is set in
+    ``fec`` (``fec_bypass`` switches it off at run time).
+
+    Members: each NIC's streams suffixed ``_a``/``_b``, its other ports prefixed ``a_``/``b_``;
+    each line's controls and counters prefixed ``ab{p}_``/``ba{p}_`` (error rate, bursts, link
+    up, seed), and ``ab{p}_tap_txd``/``_txc`` (the XGMII words the sender puts on the line)
+    and ``_tap_rxd``/``_rxc`` (those the receiver takes off it), for latency measurement.
+    Every other parameter is a :class:`Nic` parameter, the same for both.
+    """
+    def __init__(self, *, fec=0, delay=8, **nic_params):
+        self.ports = check_ports(nic_params.get("ports", Nic.__init__.__kwdefaults__["ports"]))
+        if not 0 <= fec < 1 << self.ports:
+            raise ValueError(f"fec is a mask of the {self.ports} ports, not {fec}")
+        self._nics = {name: Nic(**nic_params) for name in "ab"}
+        self.fec = fec
+        self.delay = delay
+        self._internal = {f"p{p}_{name}" for p in range(self.ports)
+                          for name in ("txd", "txc", "rxd", "rxc")}
+        members = {"fec_bypass": In(1)} if fec else {}
+        for end, nic in self._nics.items():
+            for name, member in nic.signature.members.items():
+                if name not in self._internal:
+                    members[pair_name(end, name, member)] = member
+        for p in range(self.ports):
+            line = line_members(fec >> p & 1, delay)
+            for direction in ("ab", "ba"):
+                members.update({f"{direction}{p}_{name}": member
+                                for name, member in line.items()})
+                members.update({f"{direction}{p}_tap_{name}": Out(width) for name, width in
+                                (("txd", 64), ("txc", 8), ("rxd", 64), ("rxc", 8))})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        for end, nic in self._nics.items():
+            m.submodules[f"nic_{end}"] = nic
+            for name, member in nic.signature.members.items():
+                if name in self._internal:
+                    continue
+                forward_member(m, getattr(self, pair_name(end, name, member)),
+                               getattr(nic, name), member)
+        a, b = self._nics["a"], self._nics["b"]
+        for p in range(self.ports):
+            for direction, (tx, rx) in (("ab", (a, b)), ("ba", (b, a))):
+                line = f"{direction}{p}"
+                sender, receiver = _PortView(tx, p), _PortView(rx, p)
+                add_line(m, self, line, sender, receiver, fec=self.fec >> p & 1,
+                         delay=self.delay)
+                for name, value in (("txd", sender.txd), ("txc", sender.txc),
+                                    ("rxd", receiver.rxd), ("rxc", receiver.rxc)):
+                    m.d.comb += getattr(self, f"{line}_tap_{name}").eq(value)
+        return m
+
+
+class _PortView:
+    """Port ``p``'s XGMII members of a :class:`Nic` under the names :func:`add_line` uses."""
+    def __init__(self, nic, p):
+        for name in ("txd", "txc", "rxd", "rxc"):
+            setattr(self, name, getattr(nic, f"p{p}_{name}"))
