@@ -1,7 +1,9 @@
-"""``PacketArbiter`` in Amaranth's simulator, and the NIC's configuration errors: frames from several inputs with random idles and
-random back-pressure come out whole, each input's in order, none lost; a beat once offered
-stays offered, unchanged, until taken (the stream rule whose breach once sent a frame down the
-wrong VC); a lone frame on an idle output passes in the cycle it is offered."""
+"""``PacketArbiter`` in Amaranth's simulator, and the NIC's configuration errors.
+
+Frames from several inputs with random idles and random back-pressure come out whole, each
+input's in order, none lost; a beat once offered stays offered, unchanged, until taken (the
+stream rule whose breach once sent a frame down the wrong VC); a lone frame on an idle output
+passes in the cycle it is offered."""
 
 import gc
 import random

@@ -39,7 +39,6 @@ def one_hot_index(one_hot):
     return index
 
 
-
 def wrap_next(index, n):
     """``(index + 1) mod n`` for an index below ``n`` (combinational)."""
     return Mux(index == n - 1, 0, index + 1)
@@ -50,8 +49,9 @@ class PacketArbiter(wiring.Component):
 
     A frame is granted when its first beat is offered and holds the output until its last beat
     has been taken (so an offered beat is never withdrawn); the next grant goes to the first
-    input with a frame waiting after the one just served. The grant is combinational: no latency, one beat per cycle, and a frame waiting
-    alone on an idle output passes in the cycle it is offered.
+    input with a frame waiting after the one just served. The grant is combinational: no
+    latency, one beat per cycle, and a frame waiting alone on an idle output passes in the
+    cycle it is offered.
 
     Members: ``i{k}`` : In(PacketStream(octets)) for k < n; ``o`` : Out(PacketStream(octets)).
     """

@@ -4,8 +4,8 @@ per VC on top (spec §5, §7, §8), and a pair of such ends joined by simulated 
 ::
 
     i_vc0..n ─▶ CbfcTx ─▶ LinkEnd.i ──▶ txd/txc
-                  ▲ UPDATE   │ llr_head        CREDIT_UPDATE (CbfcRx) > CREDIT_SYNC (CbfcTx) > lcw_tx
-                  │          ▼                 go out as the link end's lcw_tx_ext
+                  ▲ UPDATE   │ llr_head        CREDIT_UPDATE (CbfcRx) > CREDIT_SYNC (CbfcTx)
+                  │          ▼                 > lcw_tx go out as the link end's lcw_tx_ext
     o_vc0..n ◀─ CbfcRx ◀─ LinkEnd.o ◀── rxd/rxc
                   ▲ SYNC, rx_held_frames
 """

@@ -168,7 +168,6 @@ _PAIR_INTERNAL = ("txd", "txc", "rxd", "rxc", "lcw_tx_ext", "lcw_rx_ext", "llr_h
                   "rx_held_frames", "lcw_tx", "lcw_rx")
 
 
-
 def line_members(fec, delay, max_delay=0):
     """Signature members of one simulated line (see :func:`add_line`), unprefixed: the
     channel's controls and counters, ``delay`` when it is set at run time (``max_delay``),
@@ -230,7 +229,8 @@ class LinkPair(wiring.Component):
     rate, bursts, link up, seed). A line that is down, or a word lost in it, reaches the
     receiving MAC as an idle word. With ``max_delay`` above ``delay`` (channel lines only),
     the lines hold up to ``max_delay`` cycles and ``ab_delay``/``ba_delay`` set their delay at
-    run time (the credit benches sweep the round trip on one build). Subclasses put another end on the lines (:attr:`end_class`,
+    run time (the credit benches sweep the round trip on one build). Subclasses put another
+    end on the lines (:attr:`end_class`,
     e.g. the CBFC end).
     """
     end_class = LinkEnd

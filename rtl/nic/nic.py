@@ -6,12 +6,12 @@ are reachable and up), §10 (SEN received per port), §11.
 
 ::
 
-    GPU req ─▶ LsRequester.o ─┐                        ┌─▶ port 0: CbfcEnd i_vc0/i_vc1 ─▶ txd0
-                              ├▶ PacketArbiter ▶ FrameSteer ─▶ port p (Reachability + PathSelect)
-    m_axi ◀─▶ LsTarget.o ─────┘                        └─▶ port n-1 …
+    GPU req ─▶ LsRequester.o ─┐                     ┌─▶ port 0: CbfcEnd i_vc0/i_vc1 ─▶ txd0
+                              ├▶ PacketArbiter ▶ FrameSteer (port from Reachability)
+    m_axi ◀─▶ LsTarget.o ─────┘                     └─▶ port n-1 …
     GPU cpl ◀─ LsRequester.i ◀─ PacketArbiter ◀─ o_vc1 of every port   (L/S responses)
     m_axi ◀─── LsTarget.i ◀──── PacketArbiter ◀─ o_vc0 of every port   (L/S requests)
-               SEN LCWs received on port p ─▶ Reachability.lcw{p}; links up ─▶ links_up
+               SEN LCWs received on port p ─▶ Reachability.lcw{p}; LLR up ─▶ links_up
 """
 
 from amaranth.hdl import Module, Signal
