@@ -19,9 +19,12 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
   saturation throughput under uniform random traffic beside a plain FIFO input-queued
   baseline built from the same core, latency against offered load (PNG plot), every frame
   checked against the golden model (lost, reordered), and the ECP5 figures at radix 4 and 8.
-* ``nic``: the NIC blocks built so far (spec §4.2, §9–§11): the L/S target's latencies and
-  its throughput for back-to-back loads and stores of each size, checked against the golden
-  model, the reachability table's lookup latency and failover, ECP5 figures of both.
+* ``nic``: the NIC blocks built so far (spec §4.2, §9–§11): TX and RX latency to and from
+  the XGMII word and the L/S round trip through two NICs back to back, latency percentiles
+  and goodput of saturated L/S traffic both ways, the L/S target's latencies and throughput
+  for back-to-back loads and stores of each size (all checked against the golden model), the
+  reachability table's lookup latency and failover, ECP5 figures of the 2-port NIC, the
+  target and the reachability table.
 """
 
 import json
@@ -675,9 +678,10 @@ NIC_PAIR_SCENARIO = {"ber": 1e-5, "seed": 1, "window": 16}
 
 
 def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
-    """Figures of the NIC blocks built so far: the L/S target's latencies and its throughput
-    for back-to-back loads and stores of each size (checked against the golden model), the
-    reachability table's lookup latency and failover, and ECP5 builds of both."""
+    """Figures of the NIC blocks built so far: two NICs back to back (TX/RX latency, round
+    trips, saturated L/S traffic), the L/S target's latencies and its throughput for
+    back-to-back loads and stores of each size (checked against the golden model), the
+    reachability table's lookup latency and failover, and ECP5 builds (``synth``)."""
     from .rtl.nic.ls_responder import LsTarget
     from .rtl.nic.reachability import Reachability
     from .sim.runner import run_bench
