@@ -61,19 +61,19 @@ async def traffic(dut):
         assert not errors, errors
         assert side.peer.ram.read(0, len(side.peer.model.memory)) == \
             bytes(side.peer.model.memory), f"{side.peer.name}: memory differs from the model"
-        assert side.counter("outstanding") == 0
+        assert side.value("outstanding") == 0
         for name in ("timeouts", "unexpected", "mismatched", "bad_tags", "unroutable",
                      "bad_vc"):
-            assert side.counter(f"count_{name}") == 0, f"{side.name}: count_{name}"
+            assert side.value(f"count_{name}") == 0, f"{side.name}: count_{name}"
         for p in range(ports):
-            assert side.counter(f"p{p}_count_frames_dropped") == 0
+            assert side.value(f"p{p}_count_frames_dropped") == 0
         statuses = {status for status, _ in expected[side.name].values()}
         assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED} <= statuses
 
     # The lines damaged frames and the links replayed them.
-    replays = sum(side.counter(f"p{p}_count_replays") for side in pair.sides
+    replays = sum(side.value(f"p{p}_count_replays") for side in pair.sides
                   for p in range(ports))
-    bad = sum(side.counter(f"p{p}_count_mac_rx_fcs_errors") for side in pair.sides
+    bad = sum(side.value(f"p{p}_count_mac_rx_fcs_errors") for side in pair.sides
               for p in range(ports))
     assert replays > 0 and bad > 0, f"replays {replays}, FCS errors {bad}"
 
@@ -136,7 +136,7 @@ async def failover(dut):
 
     # Port 0 is announced dead: every request then leaves on the other ports.
     await sen(0, False, 1)
-    assert a.counter("count_sen_down") == 1
+    assert a.value("count_sen_down") == 1
     before = pair.frames_sent()["a"][0]
     statuses = await run(40)
     after = pair.frames_sent()["a"][0]
@@ -149,19 +149,19 @@ async def failover(dut):
         await sen(p, False, 1)
     statuses = await run(5)
     assert statuses == [CompletionStatus.TIMEOUT] * 5
-    assert a.counter("count_unroutable") == 5
-    assert a.counter("count_timeouts") == 5
+    assert a.value("count_unroutable") == 5
+    assert a.value("count_timeouts") == 5
 
     # Port 0 comes back; a stale SEN (an old event number) does not take it away again.
     await sen(0, True, 2)
     await sen(0, False, 2)
-    assert a.counter("count_sen_stale") == 1
+    assert a.value("count_sen_stale") == 1
     before = pair.frames_sent()["a"][0]
     statuses = await run(20)
     after = pair.frames_sent()["a"][0]
     assert statuses == [CompletionStatus.OK] * 20
     assert after[0] - before[0] == 20, "requests did not all take the one live port"
-    assert a.counter("count_sen_up") == 1 and a.counter("count_sen_down") == ports
+    assert a.value("count_sen_up") == 1 and a.value("count_sen_down") == ports
 
 
 @cocotb.test()

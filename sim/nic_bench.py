@@ -130,14 +130,15 @@ async def pair(dut):
     await pair.wait_links()
     result = {"load": await probe_latency(dut, pair, store=False, tag=0),
               "store": await probe_latency(dut, pair, store=True, tag=1)}
+    first_tag = 2               # after the two probes' tags
 
-    # Tags are not reused: at most tags - 2 requests per NIC after the two probes.
-    count = min(scenario.get("requests", 250), params["tags"] - 2)
+    # Tags are not reused: at most tags - first_tag requests per NIC after the probes.
+    count = min(scenario.get("requests", 250), params["tags"] - first_tag)
     window = scenario.get("window", 16)
     logs = {side.name: (TransferLog(dut, f"s_axis_req_{side.name}", pair.counter),
                         TransferLog(dut, f"m_axis_cpl_{side.name}", pair.counter))
             for side in pair.sides}
-    requests = {side.name: list(random_requests(rng, count, lines, first_tag=2))
+    requests = {side.name: list(random_requests(rng, count, lines, first_tag))
                 for side in pair.sides}
     start = pair.counter.now
     tasks = [cocotb.start_soon(issue(side, requests[side.name], window))
@@ -155,15 +156,15 @@ async def pair(dut):
             errors.append(f"{side.peer.name}: memory differs from the model")
         taken = [cycle for cycle, _ in logs[side.name][0].transfers]
         done = [cycle for cycle, _ in logs[side.name][1].transfers]
-        # Requests were taken in tag order from tag 2; completions in ``order``.
-        latencies += [done[k] - taken[tag - 2] for k, tag in enumerate(order)]
+        # Requests were taken in tag order from first_tag; completions in ``order``.
+        latencies += [done[k] - taken[tag - first_tag] for k, tag in enumerate(order)]
         octets += sum(LsSize(size).octets for _, size, _, _, _ in requests[side.name])
-    replays = sum(side.counter(f"p{p}_count_replays") for side in pair.sides
+    replays = sum(side.value(f"p{p}_count_replays") for side in pair.sides
                   for p in range(pair.ports))
     result.update({
         "requests": 2 * count, "window": window, "cycles": cycles, "latencies": latencies,
         "payload_octets": octets, "data_mismatches": len(errors), "errors": errors[:10],
-        "timeouts": sum(side.counter("count_timeouts") for side in pair.sides),
+        "timeouts": sum(side.value("count_timeouts") for side in pair.sides),
         "replays": replays,
         "frames_per_port": pair.frames_sent(),
     })

@@ -171,7 +171,8 @@ class NicSide:
         self.ram, self.model = attach_memory(dut, rng, axi_pause, f"{name}_")
         self.peer = None
 
-    def counter(self, name):
+    def value(self, name):
+        """The value of this NIC's member ``name`` (a counter, ``links_up``...)."""
         return int(getattr(self.dut, f"{self.name}_{name}").value)
 
 
@@ -215,7 +216,7 @@ class NicPairSides:
         everything = (1 << self.ports) - 1
         for _ in range(timeout_cycles):
             await RisingEdge(self.dut.clk)
-            if all(side.counter("links_up") == everything and not side.counter("reach_busy")
+            if all(side.value("links_up") == everything and not side.value("reach_busy")
                    for side in self.sides):
                 return
         raise AssertionError("the links did not come up")
@@ -224,7 +225,7 @@ class NicPairSides:
         """``{nic: [[frames of VC 0 per port], [frames of VC 1 per port]]}`` sent by the
         ports' CBFC transmitters."""
         mask = (1 << 32) - 1
-        return {side.name: [[side.counter(f"p{p}_count_frames_sent") >> (32 * vc) & mask
+        return {side.name: [[side.value(f"p{p}_count_frames_sent") >> (32 * vc) & mask
                              for p in range(self.ports)] for vc in range(2)]
                 for side in self.sides}
 

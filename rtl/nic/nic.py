@@ -15,13 +15,13 @@ are reachable and up), §10 (SEN received per port), §11.
 """
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import PacketArbiter
 from ..cbfc.cbfc_end import CbfcEnd
 from ..hierarchy import forward_member, pair_name
-from ..link.layouts import LcwLayout, MAC_BEAT_OCTETS
+from ..link.layouts import MAC_BEAT_OCTETS
 from ..link.link_end import add_line, line_members
 from ..link.llr_tx import TxState
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
@@ -41,21 +41,20 @@ class FrameSteer(wiring.Component):
     """Send each frame of ``i`` to the port the path lookup picks, on the frame's own VC.
 
     On a frame's first beat the block asks ``lookup_*`` for the port of its OEFH ``dst`` and
-    ``entropy`` and holds the frame until the answer (``result_*``, ``lookup_latency`` cycles
-    later, as :class:`Reachability` gives it) arrives; the frame then leaves whole on
-    ``o{port}_vc{vc}``, the answer's first beat in the answer's cycle. A frame no port reaches
+    ``entropy`` and holds the frame until the answer arrives on ``result_*`` (one lookup at a
+    time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
+    then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no port reaches
     (``result_none``) is dropped and counted (``count_unroutable``); one whose VC has no queue
     (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat per cycle.
 
-    Latency: a frame's first beat leaves ``lookup_latency`` cycles after it is offered (2 with
-    :class:`Reachability`); the rest follow at one beat per cycle, with the output's
-    back-pressure. Throughput: one beat per cycle within a frame, plus ``lookup_latency``
-    cycles between frames.
+    Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
+    (2 with :class:`Reachability`); the rest follow at one beat per cycle, with the output's
+    back-pressure. Throughput: one beat per cycle within a frame, plus the lookup's cycles
+    between frames.
     """
     def __init__(self, ports, vcs=NIC_VCS, octets=MAC_BEAT_OCTETS):
         self.ports = check_ports(ports)
         self.vcs = vcs
-        self.octets = octets
         super().__init__({
             "i": In(PacketStream(octets)),
             **{f"o{p}_vc{v}": Out(PacketStream(octets)) for p in range(ports)
