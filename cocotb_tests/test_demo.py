@@ -11,7 +11,7 @@ from ethlink.sim.demo import run_demo
 def test_demo_report_figures():
     report = run_demo(scenario={"frames": 300, "seed": 7},
                       link_scenario={"frames": 150, "bers": [1e-4]},
-                      nic_scenario={"requests": 150, "seed": 7})
+                      nic_scenario={"requests": 150, "rdma_commands": 30, "seed": 7})
     assert report["mismatches"] == 0 and report["dropped"] == 0
     link = report["link"]
     assert link["frames_sent"] == link["frames_delivered"] == 2 * 150
@@ -30,6 +30,10 @@ def test_demo_report_figures():
     assert nic["load_alone_cycles"]["tx"] == Nic.TX_LATENCY
     assert nic["load_alone_cycles"]["rx"] == Nic.RX_LATENCY
     assert nic["latency_cycles"]["p50"] >= nic["load_alone_cycles"]["round_trip"] - 1
+    rdma = nic["rdma"]
+    assert rdma["commands"] == 2 * 30 and rdma["timeouts"] == 0
+    assert sum(rdma["statuses"].values()) == rdma["commands"] and rdma["statuses"]["OK"] > 0
+    assert rdma["goodput_octets_per_cycle"] > 0
 
 
 def test_demo_command_writes_json(tmp_path, cli):
@@ -37,7 +41,7 @@ def test_demo_command_writes_json(tmp_path, cli):
     code, out, _ = cli("demo", "--frames", "50", "--json", str(target))
     assert code == 0
     assert "oefh_parser" in out and "end to end" in out and "replays" in out
-    assert "nic_pair" in out and "request -> cpl" in out
+    assert "nic_pair" in out and "request -> cpl" in out and "RDMA" in out
     report = json.loads(target.read_text())
     assert report["frames"] == 50 and report["mismatches"] == 0
 

@@ -670,16 +670,19 @@ def _switch_table(result):
 #: (a 64 KiB AXI RAM in the simulation; the width changes no cycle).
 NIC_BENCH_PARAMS = {"beat_octets": 8, "addr_width": 16}
 NIC_SIZES = (0, 1, 2)
-#: What the NIC bench cannot measure yet: the blocks it needs are not built (docs/nic.md §9).
-NIC_NOT_YET = ("rdma_goodput_by_size",)
+#: RDMA goodput of the NIC pair: message sizes, octets moved per size, raw BER of every line.
+RDMA_GOODPUT_SCENARIO = {"sizes": [64, 256, 1024, 4096, 16384], "octets": 1 << 16,
+                         "ber": 1e-5, "seed": 1}
+#: The clock the octets per cycle are converted at (XGMII of a 10GBASE-R port).
+CLOCK_MHZ = 156.25
 #: Saturated L/S traffic of the NIC pair: raw BER of every line (``requests`` per NIC: the
 #: bench's ``--frames``).
 NIC_PAIR_SCENARIO = {"ber": 1e-5, "seed": 1, "window": 16}
 
 
 def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
-    """Figures of the NIC blocks built so far: two NICs back to back (TX/RX latency, round
-    trips, saturated L/S traffic), the L/S target's latencies and its throughput for
+    """Figures of the NIC: two NICs back to back (TX/RX latency, round trips, saturated L/S
+    traffic, RDMA goodput by message size), the L/S target's latencies and its throughput for
     back-to-back loads and stores of each size (checked against the golden model), the
     reachability table's lookup latency and failover, and ECP5 builds (``synth``)."""
     from .rtl.nic.ls_responder import LsTarget
@@ -693,6 +696,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     trip = run_bench("nic_ls_loopback", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
                      testcase="round_trip", prefix="bench-nic-")
     pair = run_nic_pair({**NIC_PAIR_SCENARIO, "requests": requests})
+    rdma = run_rdma_goodput(RDMA_GOODPUT_SCENARIO)
     loads = [r for r in runs if r["opcode"] == "LOAD_REQ"]
     stores = [r for r in runs if r["opcode"] == "STORE_REQ"]
     result = {
@@ -704,7 +708,8 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                                      "store_issue": LsTarget.STORE_ISSUE_LATENCY,
                                      "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
         "target_throughput": {r["opcode"]: {} for r in runs},
-        "data_mismatches": sum(r["data_mismatches"] for r in runs) + pair["data_mismatches"],
+        "data_mismatches": (sum(r["data_mismatches"] for r in runs) + pair["data_mismatches"]
+                            + rdma["data_mismatches"]),
         # Two NICs back to back (nic_pair), 64 B load alone: request taken -> start word on
         # the line (TX); start word off the line -> AXI read address valid (RX); request
         # taken -> completion valid (round trip); and the store likewise.
@@ -725,7 +730,10 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
         # Ref: docs/multipath.md §6 — a lookup in the cycle of the SEN already avoids the port
         # (asserted cycle for cycle by test_nic_reachability).
         "failover_cycles": 0,
-        "not_measured_yet": list(NIC_NOT_YET),
+        # NIC A's DMA engine to NIC B through the pair: payload octets per cycle by message
+        # size, WRITE and READ (RDMA_GOODPUT_SCENARIO).
+        "rdma_goodput_by_size": {op: rdma[op] for op in ("write", "read")},
+        "rdma": {key: value for key, value in rdma.items() if key not in ("write", "read")},
         "runs": runs,
         "ecp5": {} if synth else None, "device": device if synth else None,
     }
@@ -757,8 +765,38 @@ def run_nic_pair(scenario):
                     scenario=scenario, prefix="bench-nic-")
     raw["latency_cycles"] = percentiles(raw.pop("latencies"))
     raw["goodput_octets_per_cycle"] = round(raw["payload_octets"] / raw["cycles"], 3)
+    rdma = raw["rdma"]
+    if rdma["commands"]:
+        rdma["latency_cycles"] = percentiles(rdma.pop("latencies"))
+        rdma["goodput_octets_per_cycle"] = round(rdma["payload_octets"] / rdma["cycles"], 3)
     raw["scenario"] = scenario
     return raw
+
+
+def run_rdma_goodput(scenario):
+    """The ``rdma_goodput`` bench of the NIC pair; octets per cycle by op and message size."""
+    from .sim.nic_tb import PAIR_PARAMS
+    from .sim.runner import run_bench
+    raw = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="rdma_goodput",
+                    scenario=scenario, prefix="bench-nic-")
+    raw["scenario"] = scenario
+    return raw
+
+
+def _rdma_lines(result):
+    goodput = result["rdma_goodput_by_size"]
+    rdma = result["rdma"]
+    lines = [f"RDMA goodput, NIC A's DMA engine to NIC B (raw BER "
+             f"{rdma['scenario']['ber']:g}, {rdma['replays']} replays; Gbit/s at "
+             f"{CLOCK_MHZ} MHz):",
+             f"{'size':>7} {'outstanding':>11} {'WRITE oct/cyc':>13} {'Gbit/s':>7} "
+             f"{'READ oct/cyc':>12} {'Gbit/s':>7}"]
+    for size, write in goodput["write"].items():
+        read = goodput["read"][size]
+        lines.append(f"{size:>7} {rdma['windows'][size]:>11} {write:>13.2f} "
+                     f"{write * 8 * CLOCK_MHZ / 1000:>7.2f} {read:>12.2f} "
+                     f"{read * 8 * CLOCK_MHZ / 1000:>7.2f}")
+    return lines
 
 
 def _nic_pair_line(pair):
@@ -796,8 +834,7 @@ def _nic_table(result):
                          f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
     lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles; "
                   f"failover (SEN taken -> lookups avoid the port): {result['failover_cycles']} "
-                  f"cycles",
-              f"not measured yet (blocks not built): {', '.join(result['not_measured_yet'])}"]
+                  f"cycles", ""] + _rdma_lines(result)
     for name, e in (result["ecp5"] or {}).items():
         if "error" in e:
             lines.append(f"ECP5 {name}: {e['error']}")

@@ -32,6 +32,8 @@ from ethlink.rtl.switch.core import check_radix, check_egress_beats, MAX_RADIX
 from ethlink.rtl.switch.voq import check_voq_beats, check_vc_classes
 from ethlink.rtl.nic.axi import check_addr_width
 from ethlink.rtl.nic.ls_responder import check_windows
+from ethlink.rtl.nic.rdma_requester import check_messages, check_mtu
+from ethlink.rtl.nic.rdma_target import check_contexts
 from ethlink.rtl.nic.reachability import check_ports
 from ethlink.rtl.nic.ls_requester import check_tags, check_timeout
 from ethlink.rtl.nic.path_select import MAX_PORTS as MAX_PATH_PORTS
@@ -151,6 +153,12 @@ _NIC = {
     "windows": (8, "memory windows, 8 to 16", check_windows),
     "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width),
 }
+#: Parameters of a NIC's RDMA engines.
+_RDMA = {
+    "messages": (16, "outstanding RDMA messages, a power of two, 2 to 4096", check_messages),
+    "mtu": (1024, "RDMA packet payload in octets: 256, 512, 1024 or 2048", check_mtu),
+    "contexts": (8, "WRITE messages the target receives at once, 1 to 16", check_contexts),
+}
 #: A NIC port is a CBFC link end carrying the two L/S VCs.
 _NIC_PORT = {**{name: value for name, value in _CBFC.items() if name != "vcs"}, **_LINK_END}
 
@@ -158,7 +166,8 @@ _NIC_PORT = {**{name: value for name, value in _CBFC.items() if name != "vcs"}, 
 def _nic_prefixes(suffix=""):
     return {**{f"{name}{suffix}": f"{prefix}{suffix}" for name, prefix in (
         ("req", "s_axis_req"), ("req_data", "s_axis_req_data"), ("cpl", "m_axis_cpl"),
-        ("cpl_data", "m_axis_cpl_data"))},
+        ("cpl_data", "m_axis_cpl_data"), ("rdma_cmd", "s_axis_rdma_cmd"),
+        ("rdma_cpl", "m_axis_rdma_cpl"))},
         **{f"lcw_tx{p}{suffix}": f"s_axis_lcw{p}{suffix}" for p in range(MAX_PATH_PORTS)}}
 
 
@@ -295,16 +304,35 @@ EXPORTS = {export.name: export for export in (
                    "addr_width": (32, "AXI byte-address bits, 12 to 50", check_addr_width)},
            prefixes={"req": "s_axis_req", "req_data": "s_axis_req_data", "cpl": "m_axis_cpl",
                      "cpl_data": "m_axis_cpl_data"}),
+    Export("nic_rdma_requester", "ethlink.rtl.nic.rdma_requester:RdmaRequester",
+           "NIC RDMA requester: DMA commands to WRITE packets (segmented at the MTU) or "
+           "READ_REQ, ACK/READ_RSP to completions, AXI4 manager port to local memory",
+           params={**_BEAT, "messages": _RDMA["messages"], "mtu": _RDMA["mtu"],
+                   "timeout_cycles": _NIC["timeout_cycles"], "addr_width": _NIC["addr_width"]},
+           prefixes={"cmd": "s_axis_cmd", "cpl": "m_axis_cpl", "i": "s_axis", "o": "m_axis"}),
+    Export("nic_rdma_target", "ethlink.rtl.nic.rdma_target:RdmaTarget",
+           "NIC RDMA target: WRITE placement with per-message ACK, READ_REQ served in MTU "
+           "packets, memory windows, AXI4 manager port",
+           params={**_BEAT, "windows": _NIC["windows"], "addr_width": _NIC["addr_width"],
+                   "mtu": _RDMA["mtu"], "contexts": _RDMA["contexts"],
+                   "timeout_cycles": _NIC["timeout_cycles"]},
+           prefixes={"i": "s_axis", "o": "m_axis"}),
+    Export("nic_rdma_loopback", "ethlink.rtl.nic.ls_loopback:RdmaLoopback",
+           "NIC RDMA requester and target back to back over a lossy frame path, AXI4 memories",
+           params={**_BEAT, **_RDMA,
+                   "timeout_cycles": _NIC["timeout_cycles"], "windows": _NIC["windows"],
+                   "addr_width": _NIC["addr_width"]},
+           prefixes={"cmd": "s_axis_cmd", "cpl": "m_axis_cpl"}),
     Export("nic", "ethlink.rtl.nic.nic:Nic",
            "NIC: L/S requester and target (AXI4 manager, windows) over 1-4 lossless ports "
            "(MAC + LLR + CBFC each) with SEN-driven multipath steering",
-           params={**_NIC, **_NIC_PORT},
+           params={**_NIC, **_RDMA, **_NIC_PORT},
            prefixes=_nic_prefixes()),
     Export("nic_pair", "ethlink.rtl.nic.nic:NicPair",
            "two NICs A and B joined port to port by simulated lines: the NIC under test",
            params={"fec": (0, "mask of the ports whose lines have RS(272,258) FEC",
                            lambda v: check_int_range("fec", v, 0, (1 << MAX_PATH_PORTS) - 1)),
-                   "delay": _PAIR["delay"], **_NIC, **_NIC_PORT},
+                   "delay": _PAIR["delay"], **_NIC, **_RDMA, **_NIC_PORT},
            prefixes={**_nic_prefixes("_a"), **_nic_prefixes("_b")}),
     Export("forwarding_loopback", "ethlink.rtl.domain:ForwardingLoopback",
            "the demo domain: deparser -> parser, with the tap between them",

@@ -8,11 +8,12 @@ Three parts, all on Verilator:
   with injected bit errors), with saturated traffic both ways; every frame is checked for
   loss, duplication, reordering and damage, and the replays and goodput are reported
   (:mod:`ethlink.sim.link_bench`);
-* two NICs back to back, :class:`ethlink.rtl.nic.nic.NicPair` (L/S requester and target,
-  two lossless ports, multipath steering, AXI RAM as each GPU's memory) with both GPUs issuing
-  random loads and stores to each other over lines with bit errors; completions, load data
-  and memories are checked against the golden target model, and the latency percentiles and
-  goodput are reported (:mod:`ethlink.sim.nic_bench`).
+* two NICs back to back, :class:`ethlink.rtl.nic.nic.NicPair` (L/S and RDMA requesters and
+  targets, two lossless ports, multipath steering, AXI RAM as each GPU's memory) with both
+  GPUs issuing random loads and stores and both DMA engines random RDMA WRITEs and READs to
+  each other over lines with bit errors; completions, load data and memories are checked
+  against the golden models, and the latency percentiles and goodput are reported
+  (:mod:`ethlink.sim.nic_bench`).
 
 This module prints the tables and writes the same figures as JSON.
 
@@ -84,9 +85,11 @@ def run_link_demo(clock_mhz=156.25, scenario=None):
 
 
 #: The NIC part of the demo: two NICs back to back (two ports, one with FEC), both GPUs issuing
-#: random loads and stores to each other with no idle and up to ``window`` outstanding, every
-#: line with raw bit errors.
-DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "ber": 1e-4, "seed": 1}
+#: random loads and stores to each other with no idle and up to ``window`` outstanding while
+#: both DMA engines run ``rdma_commands`` random RDMA WRITEs and READs each, every line with
+#: raw bit errors.
+DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "rdma_commands": 100, "ber": 1e-4,
+                        "seed": 1}
 
 
 def run_nic_demo(clock_mhz=156.25, scenario=None):
@@ -105,7 +108,7 @@ def run_nic_demo(clock_mhz=156.25, scenario=None):
         **{key: raw[key] for key in ("requests", "window", "cycles", "latency_cycles",
                                      "payload_octets",
                                      "goodput_octets_per_cycle", "data_mismatches", "errors",
-                                     "timeouts", "replays", "frames_per_port")},
+                                     "timeouts", "replays", "frames_per_port", "rdma")},
         "goodput_gbps": round(raw["goodput_octets_per_cycle"] * 8 * clock_mhz / 1000, 2),
     }
 
@@ -206,10 +209,23 @@ def _nic_lines(nic, ns):
             f"{'mean':>8}",
             f"  {'request -> cpl':18} {lat['min']:>6} {lat['p50']:>6} {lat['p99']:>6} "
             f"{lat['max']:>6} {lat['mean']:>8}",
-            f"  payload goodput {nic['goodput_octets_per_cycle']} octets/cycle "
-            f"({nic['goodput_gbps']} Gb/s at {ns:.2f} ns/cycle); frames per port "
-            f"{nic['frames_per_port']}",
-            "  RDMA: not built yet (docs/nic.md §9)"]
+            f"  L/S payload goodput {nic['goodput_octets_per_cycle']} octets/cycle "
+            f"({nic['goodput_gbps']} Gb/s at {ns:.2f} ns/cycle); frames per port and VC "
+            f"{nic['frames_per_port']}"] + _rdma_lines(nic["rdma"], ns)
+
+
+def _rdma_lines(rdma, ns):
+    if not rdma["commands"]:
+        return []
+    lat = rdma["latency_cycles"]
+    statuses = ", ".join(f"{name} {count}" for name, count in rdma["statuses"].items())
+    return [f"  at the same time {rdma['commands']} random RDMA WRITE/READ commands (1 octet "
+            f"to 1 KiB, some outside the windows or misaligned): {statuses}; "
+            f"{rdma['timeouts']} timeouts",
+            f"  {'command -> cpl':18} {lat['min']:>6} {lat['p50']:>6} {lat['p99']:>6} "
+            f"{lat['max']:>6} {lat['mean']:>8}",
+            f"  RDMA payload goodput {rdma['goodput_octets_per_cycle']} octets/cycle "
+            f"({round(rdma['goodput_octets_per_cycle'] * 8 / ns, 2)} Gb/s)"]
 
 
 def _link_lines(link):
@@ -244,7 +260,7 @@ def _run(args):
         print("demo FAILED: the link lost, duplicated, reordered or altered frames",
               file=sys.stderr)
     nic = report["nic"]
-    if nic["data_mismatches"] or nic["timeouts"]:
+    if nic["data_mismatches"] or nic["timeouts"] or nic["rdma"]["timeouts"]:
         ok = False
         print(f"demo FAILED: the NICs differ from the golden model or lost requests: "
               f"{nic['errors']}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """cocotb benches of the NIC run by ``ethlink bench nic`` (``ethlink.bench``) and
-``ethlink demo``: ``back_to_back`` on ``nic_ls_target``, ``round_trip`` on ``nic_ls_loopback``
-and ``pair`` on ``nic_pair`` (see each testcase).
+``ethlink demo``: ``back_to_back`` on ``nic_ls_target``, ``round_trip`` on ``nic_ls_loopback``,
+``pair`` and ``rdma_goodput`` on ``nic_pair`` (see each testcase).
 
 ``back_to_back``:
 The scenario (``ETHLINK_SCENARIO``) names an opcode, an access size and a number of requests;
@@ -20,12 +20,14 @@ from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
 from ethlink.rtl.nic import csr
+from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
-from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, ValidLog, collect_completions,
-                                issue, open_memory, probe_latency, random_requests,
-                                request_octets)
+from ethlink.sim.models.rdma import RdmaCommand
+from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, RdmaAreas, ValidLog,
+                                collect_completions, issue, nic_params, open_memory,
+                                probe_latency, random_requests, request_octets, run_rdma)
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
 
@@ -118,15 +120,19 @@ async def pair(dut):
     """On ``nic_pair``: a 64 B load and a 64 B store alone (TX, RX and round-trip cycles
     through two NICs), then both GPUs issuing random loads and stores to each other with no
     idle, each keeping ``window`` requests outstanding, over lines of raw bit error rate
-    ``ber``: latency
-    of every request (taken → completion taken), payload goodput, and every way completions,
-    load data or memories differ from the golden model (``data_mismatches``, must be 0)."""
+    ``ber``, and (with ``rdma_commands``) both DMA engines running that many random RDMA
+    commands each at the same time: latency of every L/S request (taken → completion taken)
+    and RDMA command, payload goodput, and every way completions, load data or memories
+    differ from the golden models (``data_mismatches``, must be 0)."""
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     params = export_params()
     rng = random.Random(scenario.get("seed", 1))
     pair = await NicPairSides.start(dut, rng, ber=scenario.get("ber", 0.0))
     lines = pair.memory_lines
     await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    rdma_commands = scenario.get("rdma_commands", 0)
+    areas = RdmaAreas(1 << params["addr_width"], nic_params()["messages"])
+    await pair.program_rdma_windows(areas.windows())
     await pair.wait_links()
     result = {"load": await probe_latency(dut, pair, store=False, tag=0),
               "store": await probe_latency(dut, pair, store=True, tag=1)}
@@ -138,15 +144,20 @@ async def pair(dut):
     logs = {side.name: (TransferLog(dut, f"s_axis_req_{side.name}", pair.counter),
                         TransferLog(dut, f"m_axis_cpl_{side.name}", pair.counter))
             for side in pair.sides}
-    requests = {side.name: list(random_requests(rng, count, lines, first_tag))
+    # With RDMA running, L/S keeps to the first quarter of memory, which RDMA leaves alone.
+    ls_lines = areas.local // LINE_OCTETS if rdma_commands else lines
+    requests = {side.name: list(random_requests(rng, count, ls_lines, first_tag))
                 for side in pair.sides}
     start = pair.counter.now
+    rdma = [cocotb.start_soon(run_rdma(side, rng, rdma_commands)) for side in pair.sides]
     tasks = [cocotb.start_soon(issue(side, requests[side.name], window))
              for side in pair.sides]
     expected = {side.name: await task for side, task in zip(pair.sides, tasks)}
     await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
                     [(side.cpls, count) for side in pair.sides],
                     timeout_cycles=params["timeout_cycles"] * 4 + 400 * count)
+    ls_cycles = pair.counter.now - start
+    rdma = [await task for task in rdma]
     cycles = pair.counter.now - start
     errors, latencies, octets = [], [], 0
     for side in pair.sides:
@@ -161,12 +172,65 @@ async def pair(dut):
         octets += sum(LsSize(size).octets for _, size, _, _, _ in requests[side.name])
     replays = sum(side.value(f"p{p}_count_replays") for side in pair.sides
                   for p in range(pair.ports))
+    statuses = [status.name for run in rdma for status in run.statuses]
+    errors += [error for run in rdma for error in run.errors]
     result.update({
-        "requests": 2 * count, "window": window, "cycles": cycles, "latencies": latencies,
+        "requests": 2 * count, "window": window, "cycles": ls_cycles, "latencies": latencies,
+        "rdma": {"commands": 2 * rdma_commands, "cycles": cycles,
+                 "latencies": [c for run in rdma for c in run.cycles],
+                 "statuses": {name: statuses.count(name) for name in sorted(set(statuses))},
+                 "payload_octets": sum(run.octets for run in rdma),
+                 "timeouts": sum(side.value("rdma_count_timeouts") for side in pair.sides)},
         "payload_octets": octets, "data_mismatches": len(errors), "errors": errors[:10],
         "timeouts": sum(side.value("count_timeouts") for side in pair.sides),
         "replays": replays,
         "frames_per_port": pair.frames_sent(),
     })
+    with open(os.environ["ETHLINK_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
+@cocotb.test()
+async def rdma_goodput(dut):
+    """On ``nic_pair``: NIC A's DMA engine WRITEs, then READs, ``count`` messages of each size
+    in ``sizes`` to and from NIC B over lines of raw bit error rate ``ber``, keeping as many
+    outstanding as fit side by side in B's read/write RDMA window (at most the message ids);
+    for each, the payload octets per cycle from the first command taken to the last
+    completion. Every command must complete OK and both memories must match the golden models
+    (``data_mismatches``, must be 0)."""
+    scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
+    params = nic_params()
+    rng = random.Random(scenario.get("seed", 1))
+    pair = await NicPairSides.start(dut, rng, ber=scenario.get("ber", 0.0))
+    areas = RdmaAreas(1 << params["addr_width"], params["messages"])
+    await pair.program_rdma_windows(areas.windows())
+    await pair.wait_links()
+    a, b = pair.sides
+    result = {"write": {}, "read": {}, "windows": {}, "errors": []}
+    total = scenario.get("octets", 1 << 16)
+    for op in ("write", "read"):
+        for size in scenario.get("sizes", (64, 256, 1024, 4096, 16384)):
+            window = max(1, min(params["messages"], areas.quarter // size))
+            count = max(window, total // size)
+
+            def make(rng, ident, size=size, op=op):
+                return RdmaCommand(read=op == "read", dst=b.id, id=ident,
+                                   remote=areas.remote + ident * size,
+                                   local=areas.local + ident * size, length=size)
+
+            start = pair.counter.now
+            run = await run_rdma(a, rng, count, window, make)
+            cycles = pair.counter.now - start
+            result["errors"] += run.errors + [f"{op} {size}: {s.name}" for s in run.statuses
+                                              if s != CompletionStatus.OK]
+            result[op][size] = round(count * size / cycles, 3)
+            result["windows"][size] = window
+    for side in pair.sides:
+        if side.ram.read(0, len(side.model.memory)) != bytes(side.model.memory):
+            result["errors"].append(f"{side.name}: memory differs from the models")
+    result["data_mismatches"] = len(result["errors"])
+    result["errors"] = result["errors"][:10]
+    result["replays"] = sum(side.value(f"p{p}_count_replays") for side in pair.sides
+                            for p in range(pair.ports))
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)

@@ -8,21 +8,25 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamFrame
 
-from ethlink.rtl.link.layouts import LcwLayout
+from ethlink.rtl.link.layouts import LcwLayout, MAC_BEAT_OCTETS
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequestLayout
+from ethlink.rtl.nic.nic import Nic, NIC_VCS
+from ethlink.rtl.nic.rdma_requester import RdmaCommandLayout
 from ethlink.rtl.wire import LsSize, Opcode, Status, XgmiiControl, lanes_to_value
 from ethlink.sim.link_tb import set_ber
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
 from ethlink.sim.models.path import ls_entropy, select_port
+from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, run_command
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, pauses, start, wait_idle
 
-__all__ = ["csr_write", "csr_read", "attach_memory", "setup", "program_windows", "open_memory",
-           "ValidLog", "request_octets", "completion", "LoopbackPorts", "lcw_tdata",
-           "NicPairSides", "XgmiiStarts", "PAIR_PARAMS", "random_requests", "issue",
-           "collect_completions", "probe_latency"]
+__all__ = ["csr_write", "csr_read", "axi_ram", "attach_memory", "setup", "program_windows",
+           "open_memory", "ValidLog", "request_octets", "command_octets", "completion",
+           "LoopbackPorts", "lcw_tdata", "NicPairSides", "XgmiiStarts", "PAIR_PARAMS",
+           "random_requests", "issue", "collect_completions", "probe_latency", "RdmaAreas",
+           "run_rdma", "nic_params"]
 
 
 async def csr_write(dut, addr, data, prefix=""):
@@ -45,22 +49,33 @@ async def csr_read(dut, addr, prefix=""):
     return value
 
 
-def attach_memory(dut, rng, axi_pause=0.0, prefix=""):
-    """An AXI RAM of the whole address space on ``{prefix}m_axi``, filled with random octets,
-    pausing every channel with probability ``axi_pause``, and a golden target model holding
-    the same octets. Returns ``(ram, model)``."""
-    addr_width = export_params()["addr_width"]
-    getattr(dut, f"{prefix}csr_we").value = getattr(dut, f"{prefix}csr_re").value = 0
-    size = 1 << addr_width
-    ram = AxiRam(AxiBus.from_prefix(dut, f"{prefix}m_axi"), dut.clk, dut.rst, size=size)
+def axi_ram(dut, prefix, rng, axi_pause=0.0, share=None):
+    """An AXI RAM of the whole address space on AXI4 port ``prefix``, pausing every channel
+    with probability ``axi_pause``. Without ``share`` it is filled with random octets and
+    returned with a bytearray copy of them; with ``share`` (another such RAM) it is another
+    port onto that RAM's memory, returned alone."""
+    size = 1 << export_params()["addr_width"]
+    ram = AxiRam(AxiBus.from_prefix(dut, prefix), dut.clk, dut.rst, size=size,
+                 mem=None if share is None else share.mem)
     for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
                     ram.read_if.ar_channel, ram.read_if.r_channel):
         channel.set_pause_generator(pauses(rng, axi_pause))
     ram.write_if.log.setLevel("WARNING")
     ram.read_if.log.setLevel("WARNING")
+    if share is not None:
+        return ram
     initial = rng.randbytes(size)
     ram.write(0, initial)
-    return ram, LsTargetModel(bytearray(initial), [], addr_width)
+    return ram, bytearray(initial)
+
+
+def attach_memory(dut, rng, axi_pause=0.0, prefix=""):
+    """An AXI RAM of the whole address space on ``{prefix}m_axi``, filled with random octets,
+    pausing every channel with probability ``axi_pause``, and a golden target model holding
+    the same octets. Returns ``(ram, model)``."""
+    getattr(dut, f"{prefix}csr_we").value = getattr(dut, f"{prefix}csr_re").value = 0
+    ram, initial = axi_ram(dut, f"{prefix}m_axi", rng, axi_pause)
+    return ram, LsTargetModel(initial, [], export_params()["addr_width"])
 
 
 async def setup(dut, rng, axi_pause=0.0):
@@ -116,6 +131,16 @@ def request_octets(store, size, dst, tag, line):
     return value.to_bytes(layout.size // 8, "big")
 
 
+def command_octets(cmd):
+    """The ``s_axis_cmd`` octets of one RDMA command (an
+    :class:`~ethlink.sim.models.rdma.RdmaCommand`), the layout value in lane order."""
+    layout = RdmaCommandLayout()
+    value = layout.const({"read": int(cmd.read), "dst": cmd.dst, "id": cmd.id,
+                          "remote": cmd.remote, "local": cmd.local,
+                          "length": cmd.length}).as_value().value
+    return value.to_bytes(layout.size // 8, "big")
+
+
 def completion(octets):
     """``(tag, CompletionStatus)`` of the ``m_axis_cpl`` octets of one completion."""
     value = int.from_bytes(bytes(octets), "big")
@@ -157,6 +182,11 @@ class XgmiiStarts:
 PAIR_IDS = {"a": 0x021, "b": 0x155}
 
 
+def nic_params():
+    """The ``nic_pair`` build's NIC parameters, defaults included."""
+    return {**Nic.__init__.__kwdefaults__, **export_params()}
+
+
 class NicSide:
     """One NIC of ``nic_pair``: its GPU-side bus models, its SEN sources (``lcw_sources``, one
     per port), its memory and the golden model of its target; ``peer`` is the other NIC."""
@@ -169,6 +199,16 @@ class NicSide:
         self.lcw_sources = [axis_source(dut, f"s_axis_lcw{p}_{name}")
                             for p in range(export_params()["ports"])]
         self.ram, self.model = attach_memory(dut, rng, axi_pause, f"{name}_")
+        # The RDMA engines reach the same memory through ports of their own.
+        for port in ("m_axi_dma", "m_axi_rdma"):
+            axi_ram(dut, f"{name}_{port}", rng, axi_pause, share=self.ram)
+        getattr(dut, f"{name}_rdma_csr_we").value = 0
+        getattr(dut, f"{name}_rdma_csr_re").value = 0
+        params = nic_params()
+        self.rdma_model = RdmaTargetModel(self.model.memory, [], params["addr_width"],
+                                          params["mtu"], MAC_BEAT_OCTETS, params["contexts"])
+        self.cmds = axis_source(dut, f"s_axis_rdma_cmd_{name}", rng, idle)
+        self.rdma_cpls = axis_sink(dut, f"m_axis_rdma_cpl_{name}", rng, backpressure)
         self.peer = None
 
     def value(self, name):
@@ -221,18 +261,23 @@ class NicPairSides:
                 return
         raise AssertionError("the links did not come up")
 
+    async def program_rdma_windows(self, windows):
+        for side in self.sides:
+            await program_windows(self.dut, side.rdma_model, windows, f"{side.name}_rdma_")
+
     def frames_sent(self):
-        """``{nic: [[frames of VC 0 per port], [frames of VC 1 per port]]}`` sent by the
-        ports' CBFC transmitters."""
+        """``{nic: [[frames of VC v per port] for v in VCs 0…3]}`` sent by the ports' CBFC
+        transmitters."""
         mask = (1 << 32) - 1
         return {side.name: [[side.value(f"p{p}_count_frames_sent") >> (32 * vc) & mask
-                             for p in range(self.ports)] for vc in range(2)]
+                             for p in range(self.ports)] for vc in range(NIC_VCS)]
                 for side in self.sides}
 
 
 #: The ``nic_pair`` build the tests, ``ethlink bench nic`` and ``ethlink demo`` share (one
 #: Verilator build): two ports, port 1's lines with RS(272,258) FEC, 64 KiB memories.
-PAIR_PARAMS = {"ports": 2, "tags": 256, "timeout_cycles": 4000, "addr_width": 16, "fec": 0b10}
+PAIR_PARAMS = {"ports": 2, "tags": 256, "timeout_cycles": 4000, "addr_width": 16, "fec": 0b10,
+               "mtu": 256}
 
 
 def random_requests(rng, count, memory_lines, first_tag=0, store_fraction=0.5,
@@ -329,3 +374,103 @@ async def probe_latency(dut, pair, store=False, tag=0):
     taken = req_log.transfers[0][0]
     return {"tx": tx_starts.cycles[0] - taken, "rx": issued.rises[0] - rx_starts.cycles[0],
             "round_trip": cpl_valid.rises[0] - taken}
+
+
+class RdmaAreas:
+    """Where the pair's RDMA traffic goes in each NIC's memory of ``octets`` octets, so that
+    commands in flight never touch the same octets and the golden models, applied in the
+    order commands are issued, stay exact: the first quarter is left to L/S; message ``id``
+    of a NIC uses slot ``id`` of its own ``local`` quarter and of the peer's ``remote``
+    quarter (a read/write window), or of the peer's ``read_only`` eighth (a read-only
+    window) or ``closed`` eighth (no window)."""
+    def __init__(self, octets, messages):
+        self.quarter = octets // 4
+        self.local, self.remote = self.quarter, 2 * self.quarter
+        self.read_only, self.closed = 3 * self.quarter, 3 * self.quarter + self.quarter // 2
+        self.slot = self.quarter // messages
+
+    def windows(self):
+        """The RDMA targets' windows."""
+        line = LINE_OCTETS
+        return [Window(self.remote // line, self.quarter // line, csr.PERM_READ | csr.PERM_WRITE),
+                Window(self.read_only // line, self.quarter // 2 // line, csr.PERM_READ)]
+
+    def command(self, rng, ident, dst, mtu, read=None, length=None, misaligned=0.03):
+        """A random command of message ``ident`` to ``dst``: mostly inside the read/write
+        window, some in the read-only or the closed area, some misaligned."""
+        beat = MAC_BEAT_OCTETS
+        read = rng.random() < 0.5 if read is None else read
+        where = rng.random()
+        base, room = ((self.remote, self.slot) if length is not None or where < 0.8 else
+                      (self.read_only, self.slot // 2) if where < 0.9 else
+                      (self.closed, self.slot // 2))
+        if length is None:
+            length = rng.choice([rng.randint(1, 64), rng.randint(1, room), mtu, room])
+        length = min(length, room)
+        remote = base + ident * room + rng.randrange(0, room - length + 1, beat)
+        if rng.random() < misaligned:
+            remote += rng.randrange(1, beat)
+        local = self.local + ident * self.slot + rng.randrange(0, self.slot - length + 1, beat)
+        return RdmaCommand(read=read, dst=dst, id=ident, remote=remote, local=local,
+                           length=length)
+
+
+async def run_rdma(side, rng, count, window=None, make=None, frames=None):
+    """Issue ``count`` commands from ``side`` to its peer, at most ``window`` (default: all
+    the message ids) outstanding, each made by ``make(rng, ident)`` (default: a random
+    :meth:`RdmaAreas.command`), and apply each to the golden models as it is issued (the
+    request and response frames appended to ``frames``). Returns ``statuses`` (in completion
+    order), ``cycles`` (each command's, queued → completion), ``octets`` (of the commands
+    that completed OK) and ``errors`` (every way completions differ from the models)."""
+    params = nic_params()
+    messages = params["messages"]
+    areas = RdmaAreas(1 << params["addr_width"], messages)
+    if make is None:
+        def make(rng, ident):
+            return areas.command(rng, ident, side.peer.id, params["mtu"])
+    free = list(range(min(window or messages, messages)))
+    waiting, statuses, cycles, errors = {}, [], [], []
+    octets = [0]
+    clock = side.dut.clk
+    now = [0]
+
+    async def count_cycles():
+        while True:
+            await RisingEdge(clock)
+            now[0] += 1
+
+    async def collect():
+        while True:
+            ident, status = completion((await side.rdma_cpls.recv()).tdata)
+            if ident not in waiting:
+                errors.append(f"{side.name}: completion of message {ident}, not outstanding")
+                continue
+            cmd, want, issued = waiting.pop(ident)
+            statuses.append(status)
+            cycles.append(now[0] - issued)
+            if status != want:
+                errors.append(f"{side.name} {cmd}: {status.name}, model {want.name}")
+            elif status == CompletionStatus.OK:
+                octets[0] += cmd.length
+            free.append(ident)
+
+    tasks = [cocotb.start_soon(count_cycles()), cocotb.start_soon(collect())]
+    for _ in range(count):
+        while not free:
+            await RisingEdge(clock)
+        ident = free.pop(rng.randrange(len(free)))
+        cmd = make(rng, ident)
+        want = CompletionStatus(run_command(
+            cmd, side.id, side.model.memory, side.peer.rdma_model, params["mtu"],
+            MAC_BEAT_OCTETS, params["addr_width"], frames))
+        waiting[ident] = (cmd, want, now[0])
+        await side.cmds.send(command_octets(cmd))
+    for _ in range(params["timeout_cycles"] * 4 + 2000 * count):
+        if not waiting:
+            break
+        await RisingEdge(clock)
+    else:
+        errors.append(f"{side.name}: {len(waiting)} commands never completed")
+    for task in tasks:
+        task.cancel()
+    return SimpleNamespace(statuses=statuses, cycles=cycles, octets=octets[0], errors=errors)

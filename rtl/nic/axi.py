@@ -11,7 +11,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import check_int_range
 
-__all__ = ["axi4_manager_members", "check_addr_width", "BURST_INCR", "RESP_OKAY", "ID_WIDTH",
+__all__ = ["axi4_manager_members", "axi4_write_members", "axi4_read_members",
+           "check_addr_width", "BURST_INCR", "RESP_OKAY", "ID_WIDTH",
            "MIN_ADDR_WIDTH", "MAX_ADDR_WIDTH"]
 
 #: AXI4 AxBURST encoding of an incrementing burst.
@@ -29,9 +30,9 @@ def check_addr_width(value):
     return check_int_range("addr_width", value, MIN_ADDR_WIDTH, MAX_ADDR_WIDTH)
 
 
-def axi4_manager_members(prefix, addr_width, data_octets):
-    """Signature members of an AXI4 manager port ``prefix`` (``In``/``Out`` as seen by the
-    manager) with byte addresses of ``addr_width`` bits and ``data_octets``-octet beats."""
+def axi4_write_members(prefix, addr_width, data_octets):
+    """The write half (AW, W, B) of an AXI4 manager port ``prefix``, as seen by the manager,
+    with byte addresses of ``addr_width`` bits and ``data_octets``-octet beats."""
     return {
         f"{prefix}_awid": Out(ID_WIDTH), f"{prefix}_awaddr": Out(addr_width),
         f"{prefix}_awlen": Out(8), f"{prefix}_awsize": Out(3), f"{prefix}_awburst": Out(2),
@@ -40,6 +41,12 @@ def axi4_manager_members(prefix, addr_width, data_octets):
         f"{prefix}_wlast": Out(1), f"{prefix}_wvalid": Out(1), f"{prefix}_wready": In(1),
         f"{prefix}_bid": In(ID_WIDTH), f"{prefix}_bresp": In(2),
         f"{prefix}_bvalid": In(1), f"{prefix}_bready": Out(1),
+    }
+
+
+def axi4_read_members(prefix, addr_width, data_octets):
+    """The read half (AR, R) of an AXI4 manager port ``prefix``."""
+    return {
         f"{prefix}_arid": Out(ID_WIDTH), f"{prefix}_araddr": Out(addr_width),
         f"{prefix}_arlen": Out(8), f"{prefix}_arsize": Out(3), f"{prefix}_arburst": Out(2),
         f"{prefix}_arvalid": Out(1), f"{prefix}_arready": In(1),
@@ -47,3 +54,9 @@ def axi4_manager_members(prefix, addr_width, data_octets):
         f"{prefix}_rresp": In(2), f"{prefix}_rlast": In(1),
         f"{prefix}_rvalid": In(1), f"{prefix}_rready": Out(1),
     }
+
+
+def axi4_manager_members(prefix, addr_width, data_octets):
+    """Signature members of a whole AXI4 manager port ``prefix`` (both halves)."""
+    return {**axi4_write_members(prefix, addr_width, data_octets),
+            **axi4_read_members(prefix, addr_width, data_octets)}

@@ -1,5 +1,6 @@
-"""Two NICs' Load/Store halves back to back: the requester of one talks to the target of the
-other over a frame path that can lose requests — the bench and test top of the L/S engines.
+"""Two NICs' engine halves back to back: the requester of one talks to the target of the
+other over a frame path that can lose requests — the bench and test tops of the L/S and RDMA
+engines.
 
 Ref: spec §4.2, §11.
 """
@@ -11,29 +12,35 @@ from amaranth.lib.wiring import In, Out
 from ..hierarchy import forward_member
 from .ls_requester import LsRequester
 from .ls_responder import LsTarget
+from .rdma_requester import RdmaRequester
+from .rdma_target import RdmaTarget
 
-__all__ = ["LsLoopback"]
+__all__ = ["EngineLoopback", "LsLoopback", "RdmaLoopback"]
 
 
-class LsLoopback(wiring.Component):
-    """:class:`LsRequester` → (drop) → :class:`LsTarget` → :class:`LsRequester`.
+class EngineLoopback(wiring.Component):
+    """``requester`` → (drop) → ``target`` → ``requester``.
 
     Request frames whose OEFH dst equals ``drop_dst`` are discarded on the way, as a lost
-    frame would be: their requests must complete with TIMEOUT. ``tap_req_*`` and ``tap_rsp_*``
-    show the request and response frame streams (valid, ready, first, last) for latency
-    measurement. Every other member is the requester's (``req``, ``req_data``, ``cpl``,
-    ``cpl_data``, ``local_id``, ``outstanding``, ``count_*``) or the target's (``m_axi_*``,
-    ``csr_*``, ``count_*`` prefixed ``target_``).
+    frame would be: their operations must complete with TIMEOUT. ``tap_req_*`` and
+    ``tap_rsp_*`` show the request and response frame streams (valid, ready, first, last) for
+    latency measurement. Every other member is the requester's (its ``m_axi_*`` renamed
+    ``{requester_axi}_*`` when ``requester_axi`` is given) or the target's (``count_*``
+    prefixed ``target_``).
     """
-    def __init__(self, beat_octets=8, tags=256, timeout_cycles=4096, windows=8,
-                 addr_width=32):
-        self._requester = LsRequester(beat_octets, tags, timeout_cycles)
-        self._target = LsTarget(beat_octets, windows, addr_width)
+    def __init__(self, requester, target, requester_axi=None):
+        self._requester = requester
+        self._target = target
+        self._names = {}
         members = {}
-        for name, member in self._requester.signature.members.items():
+        for name, member in requester.signature.members.items():
             if name not in ("o", "i"):
-                members[name] = member
-        for name, member in self._target.signature.members.items():
+                ours = name
+                if requester_axi and name.startswith("m_axi_"):
+                    ours = requester_axi + name[len("m_axi"):]
+                self._names[name] = ours
+                members[ours] = member
+        for name, member in target.signature.members.items():
             if name in ("o", "i"):
                 continue
             members[f"target_{name}" if name.startswith("count_") else name] = member
@@ -51,7 +58,7 @@ class LsLoopback(wiring.Component):
         for name, member in req.signature.members.items():
             if name in ("o", "i"):
                 continue
-            forward_member(m, getattr(self, name), getattr(req, name), member)
+            forward_member(m, getattr(self, self._names[name]), getattr(req, name), member)
         for name, member in tgt.signature.members.items():
             if name in ("o", "i"):
                 continue
@@ -83,3 +90,25 @@ class LsLoopback(wiring.Component):
                 m.d.comb += getattr(self, f"{tap}_{field}").eq(value)
         return m
 
+
+class LsLoopback(EngineLoopback):
+    """:class:`LsRequester` → (drop) → :class:`LsTarget` → :class:`LsRequester`: members
+    ``req``, ``req_data``, ``cpl``, ``cpl_data``, ``local_id``, ``outstanding``, ``count_*``
+    (the requester's), ``m_axi_*``, ``csr_*``, ``target_count_*`` (the target's)."""
+    def __init__(self, beat_octets=8, tags=256, timeout_cycles=4096, windows=8,
+                 addr_width=32):
+        super().__init__(LsRequester(beat_octets, tags, timeout_cycles),
+                         LsTarget(beat_octets, windows, addr_width))
+
+
+class RdmaLoopback(EngineLoopback):
+    """:class:`RdmaRequester` → (drop) → :class:`RdmaTarget` → :class:`RdmaRequester`:
+    members ``cmd``, ``cpl``, ``local_id``, ``outstanding``, ``count_*`` and ``m_axi_dma_*``
+    (the requester's: its local memory), ``m_axi_*``, ``csr_*``, ``target_count_*`` (the
+    target's: the remote memory)."""
+    def __init__(self, beat_octets=8, messages=16, mtu=1024, timeout_cycles=4096, windows=8,
+                 addr_width=32, contexts=8):
+        super().__init__(RdmaRequester(beat_octets, messages, mtu, timeout_cycles, addr_width),
+                         RdmaTarget(beat_octets, windows, addr_width, mtu, contexts,
+                                    timeout_cycles),
+                         requester_axi="m_axi_dma")

@@ -10,27 +10,20 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
 from ..regbus import register_bus_members, register_reads
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
                       COUNTER_WIDTH)
-from ..wire import (HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION,
-                    LS_TH)
+from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import axi4_manager_members, check_addr_width, BURST_INCR, RESP_OKAY
+from .windows import window_registers, check_windows, LINE_OCTETS, LINE_BITS
 
 __all__ = ["LsResponder", "LsTarget", "check_windows"]
 
-LINE_OCTETS = 64
 #: The largest L/S access (spec §4.2: size 2 = 256 octets).
 MAX_LS_OCTETS = LsSize.B256.octets
-LINE_BITS = dict(LS_TH.fields)["line"]
-
-
-def check_windows(value):
-    return check_int_range("windows", value, csr.MIN_WINDOWS, csr.MAX_WINDOWS)
 
 
 class LsResponder(wiring.Component):
@@ -104,31 +97,12 @@ class LsResponder(wiring.Component):
             m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
 
         # --- windows and the register bus ----------------------------------------------------
-        base = [Signal(LINE_BITS, name=f"win{k}_base") for k in range(self.windows)]
-        size = [Signal(32, name=f"win{k}_size") for k in range(self.windows)]
-        perm = [Signal(2, name=f"win{k}_perm") for k in range(self.windows)]
-        addr, wdata = self.csr_addr, self.csr_wdata
-        for k in range(self.windows):
-            at = csr.WINDOW + csr.WINDOW_STRIDE * k
-            with m.If(self.csr_we):
-                with m.Switch(addr):
-                    with m.Case(at + 0):
-                        m.d.sync += base[k][:32].eq(wdata)
-                    with m.Case(at + 1):
-                        m.d.sync += base[k][32:].eq(wdata)
-                    with m.Case(at + 2):
-                        m.d.sync += size[k].eq(wdata)
-                    with m.Case(at + 3):
-                        m.d.sync += perm[k].eq(wdata[:2])
+        windows = window_registers(m, self, self.windows)
         params = Cat(C(self.windows, 5), C(beat_bits, 3), C(self.addr_width, 6))
         registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
         registers += [(csr.COUNTERS + k, counters[name].value)
                       for k, name in enumerate(self.COUNTERS)]
-        for k in range(self.windows):
-            at = csr.WINDOW + csr.WINDOW_STRIDE * k
-            registers += [(at + j, value) for j, value in
-                          enumerate((base[k][:32], base[k][32:], size[k], perm[k]))]
-        register_reads(m, self, registers)
+        register_reads(m, self, registers + windows.registers())
 
         # --- the request being served ---------------------------------------------------------
         req = Signal(HeaderLayout())
@@ -146,9 +120,7 @@ class LsResponder(wiring.Component):
         addr_lines = 1 << (self.addr_width - 6)
         beyond = end_line > addr_lines
         granted = Signal()
-        m.d.comb += granted.eq(Cat(
-            ((perm[k] & need) != 0) & (ls.line >= base[k]) & (end_line <= base[k] + size[k])
-            for k in range(self.windows)).any())
+        m.d.comb += granted.eq(windows.granted(ls.line, end_line, need))
         status = Signal(Status)      # decided in CHECK, used from then on
         expected_octets = Signal(range(MAX_LS_OCTETS + 1))
         m.d.comb += expected_octets.eq(Mux(is_store, lines * LINE_OCTETS, 0))

@@ -1,16 +1,19 @@
-"""The NIC: the Load/Store requester and target over 1–4 lossless ports, with multipath steering;
-and two NICs joined port to port by simulated lines.
+"""The NIC: the Load/Store and RDMA requesters and targets over 1–4 lossless ports, with
+multipath steering; and two NICs joined port to port by simulated lines.
 
 Ref: spec §3 (VCs), §5–§8 (each port: MAC, LLR, CBFC), §9 (path selection over the ports that
 are reachable and up), §10 (SEN received per port), §11.
 
 ::
 
-    GPU req ─▶ LsRequester.o ─┐                     ┌─▶ port 0: CbfcEnd i_vc0/i_vc1 ─▶ txd0
-                              ├▶ PacketArbiter ▶ FrameSteer (port from Reachability)
-    m_axi ◀─▶ LsTarget.o ─────┘                     └─▶ port n-1 …
-    GPU cpl ◀─ LsRequester.i ◀─ PacketArbiter ◀─ o_vc1 of every port   (L/S responses)
-    m_axi ◀─── LsTarget.i ◀──── PacketArbiter ◀─ o_vc0 of every port   (L/S requests)
+    m_axi ◀─▶ LsTarget.o ─────────┐                    ┌─▶ port 0: CbfcEnd i_vc0…3 ─▶ txd0
+    m_axi_rdma ◀─▶ RdmaTarget.o ──┤
+    GPU req ─▶ LsRequester.o ─────┼▶ PacketArbiter ▶ FrameSteer (port from Reachability)
+    GPU rdma_cmd ─▶ RdmaRequester.o┘                   └─▶ port n-1 …
+    m_axi ◀─── LsTarget.i ◀────── PacketArbiter ◀─ o_vc0 of every port   (L/S requests)
+    GPU cpl ◀─ LsRequester.i ◀─── PacketArbiter ◀─ o_vc1 of every port   (L/S responses)
+    m_axi_rdma ◀─ RdmaTarget.i ◀─ PacketArbiter ◀─ o_vc2 of every port   (RDMA requests)
+    m_axi_dma ◀─ RdmaRequester.i ◀ PacketArbiter ◀─ o_vc3 of every port  (RDMA responses)
                SEN LCWs received on port p ─▶ Reachability.lcw{p}; LLR up ─▶ links_up
 """
 
@@ -28,13 +31,16 @@ from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
 from ..wire import OEFH, VirtualChannel, lanes_to_value
 from .ls_requester import LsRequester
 from .ls_responder import LsTarget
+from .rdma_requester import RdmaRequester
+from .rdma_target import RdmaTarget
 from .path_select import MAX_PORTS, DST_WIDTH, ENTROPY_WIDTH
 from .reachability import Reachability, check_ports
 
 __all__ = ["FrameSteer", "Nic", "NicPair", "NIC_VCS"]
 
-#: VCs a NIC port carries today: L/S requests and L/S responses (spec §3).
-NIC_VCS = 2
+#: VCs a NIC port carries: L/S requests, L/S responses, RDMA requests, RDMA responses
+#: (spec §3).
+NIC_VCS = 4
 
 
 class FrameSteer(wiring.Component):
@@ -43,9 +49,10 @@ class FrameSteer(wiring.Component):
     On a frame's first beat the block asks ``lookup_*`` for the port of its OEFH ``dst`` and
     ``entropy`` and holds the frame until the answer arrives on ``result_*`` (one lookup at a
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
-    then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no port reaches
-    (``result_none``) is dropped and counted (``count_unroutable``); one whose VC has no queue
-    (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat per cycle.
+    then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no
+    port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
+    has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
+    per cycle.
 
     Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
     (2 with :class:`Reachability`); the rest follow at one beat per cycle, with the output's
@@ -118,25 +125,27 @@ class FrameSteer(wiring.Component):
 
 
 #: Members of a port's :class:`CbfcEnd` the NIC wires itself.
-_PORT_INTERNAL = ("i_vc0", "i_vc1", "o_vc0", "o_vc1", "lcw_rx")
+_PORT_INTERNAL = (*(f"{d}_vc{v}" for d in "io" for v in range(NIC_VCS)), "lcw_rx")
 
 
 class Nic(wiring.Component):
-    """An EthLink NIC with the Load/Store engines: :class:`LsRequester` for the local GPU's
-    requests, :class:`LsTarget` for remote requests against local memory (AXI4 manager), and
-    ``ports`` lossless link stacks (:class:`CbfcEnd`: MAC + LLR + CBFC, VC 0 for L/S requests,
-    VC 1 for L/S responses).
+    """An EthLink NIC: :class:`LsRequester` and :class:`RdmaRequester` for the local GPU's
+    cache-line requests and DMA commands, :class:`LsTarget` and :class:`RdmaTarget` for remote
+    requests against local memory (AXI4 managers), and ``ports`` lossless link stacks
+    (:class:`CbfcEnd`: MAC + LLR + CBFC; VC 0 L/S requests, 1 L/S responses, 2 RDMA requests,
+    3 RDMA responses).
 
-    **Transmit.** Request frames (requester) and response frames (target) are merged a frame
-    at a time (round robin), and :class:`FrameSteer` sends each to the port that
-    :class:`Reachability` picks for its ``dst`` and ``entropy`` among the ports that reach
-    ``dst`` and whose link is up (spec §9). A frame no port reaches is dropped and counted
-    (``count_unroutable``); a request so lost completes with TIMEOUT.
+    **Transmit.** Frames of the four engines are merged a frame at a time (round robin), and
+    :class:`FrameSteer` sends each to the port that :class:`Reachability` picks for its
+    ``dst`` and ``entropy`` among the ports that reach ``dst`` and whose link is up (spec §9).
+    A frame no port reaches is dropped and counted (``count_unroutable``); a request or
+    command so lost completes with TIMEOUT. The merge is shared: an RDMA packet of ``mtu``
+    octets holds it for ``mtu / 8`` cycles, which an L/S request behind it waits.
 
-    **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the
-    target, VC 1 to the requester. SEN LCWs received on port ``p`` update reachable[·][p]
-    (spec §10). A port's link is up while its LLR transmitter is in ADVANCE or REPLAY
-    (``links_up``).
+    **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
+    target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.
+    SEN LCWs received on port ``p`` update reachable[·][p] (spec §10). A port's link is up
+    while its LLR transmitter is in ADVANCE or REPLAY (``links_up``).
 
     Members
     -------
@@ -144,6 +153,10 @@ class Nic(wiring.Component):
         As :class:`LsRequester`.
     m_axi_*, csr_*, target_count_*
         As :class:`LsTarget` (its counters prefixed ``target_``).
+    rdma_cmd, rdma_cpl, rdma_outstanding, rdma_count_*, m_axi_dma_*
+        :class:`RdmaRequester`'s ``cmd``, ``cpl``, ``outstanding``, counters and AXI4 port.
+    m_axi_rdma_*, rdma_csr_*, rdma_target_count_*
+        :class:`RdmaTarget`'s AXI4 port, register bus (its own windows) and counters.
     p{p}_* : port ``p``'s :class:`CbfcEnd` ports
         XGMII ``txd``/``txc``/``rxd``/``rxc``, ``enable``, ``replay_timeout``, ``rx_credits``,
         status and counters.
@@ -174,18 +187,23 @@ class Nic(wiring.Component):
     RX_LATENCY = 15
 
     def __init__(self, *, ports=2, tags=64, timeout_cycles=4096, windows=8, addr_width=32,
-                 **port_params):
+                 messages=16, mtu=1024, contexts=8, **port_params):
         self.ports = check_ports(ports)
-        self._requester = LsRequester(MAC_BEAT_OCTETS, tags, timeout_cycles)
-        self._target = LsTarget(MAC_BEAT_OCTETS, windows, addr_width)
+        W = MAC_BEAT_OCTETS
+        # The engines, each with the names its members take on the NIC.
+        self._engines = (
+            (LsRequester(W, tags, timeout_cycles), lambda name: name),
+            (LsTarget(W, windows, addr_width), self._target_name),
+            (RdmaRequester(W, messages, mtu, timeout_cycles, addr_width), self._rdma_name),
+            (RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles),
+             self._rdma_target_name),
+        )
         self._ends = [CbfcEnd(vcs=NIC_VCS, **port_params) for _ in range(ports)]
         members = {}
-        for name, member in self._requester.signature.members.items():
-            if name not in ("o", "i"):
-                members[name] = member
-        for name, member in self._target.signature.members.items():
-            if name not in ("o", "i"):
-                members[self._target_name(name)] = member
+        for engine, rename in self._engines:
+            for name, member in engine.signature.members.items():
+                if name not in ("o", "i"):
+                    members[rename(name)] = member
         for p, end in enumerate(self._ends):
             for name, member in end.signature.members.items():
                 if name not in _PORT_INTERNAL:
@@ -203,32 +221,44 @@ class Nic(wiring.Component):
         return f"target_{name}" if name.startswith("count_") else name
 
     @staticmethod
+    def _rdma_name(name):
+        if name == "local_id":
+            return name
+        if name.startswith("m_axi_"):
+            return "m_axi_dma" + name[len("m_axi"):]
+        return f"rdma_{name}"
+
+    @staticmethod
+    def _rdma_target_name(name):
+        if name.startswith("m_axi_"):
+            return "m_axi_rdma" + name[len("m_axi"):]
+        return f"rdma_target_{name}" if name.startswith("count_") else f"rdma_{name}"
+
+    @staticmethod
     def _port_name(p, name):
         return f"lcw_tx{p}" if name == "lcw_tx" else f"p{p}_{name}"
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.requester = req = self._requester
-        m.submodules.target = tgt = self._target
+        for (engine, rename), name in zip(self._engines, ("requester", "target",
+                                                         "rdma_requester", "rdma_target")):
+            m.submodules[name] = engine
+            for member_name, member in engine.signature.members.items():
+                if member_name not in ("o", "i"):
+                    forward_member(m, getattr(self, rename(member_name)),
+                                   getattr(engine, member_name), member)
+        req, tgt, rdma_req, rdma_tgt = (engine for engine, _ in self._engines)
         m.submodules.reach = reach = Reachability(self.ports)
         m.submodules.steer = steer = FrameSteer(self.ports)
-        m.submodules.tx_merge = tx_merge = PacketArbiter(2, MAC_BEAT_OCTETS)
+        m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
         rx_merge = []
         for v in range(NIC_VCS):
             m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(self.ports, MAC_BEAT_OCTETS)
             rx_merge.append(merge)
 
-        for name, member in req.signature.members.items():
-            if name not in ("o", "i"):
-                forward_member(m, getattr(self, name), getattr(req, name), member)
-        for name, member in tgt.signature.members.items():
-            if name not in ("o", "i"):
-                forward_member(m, getattr(self, self._target_name(name)), getattr(tgt, name),
-                               member)
-
         # Transmit: responses and requests merged, then steered to a port.
-        wiring.connect(m, tgt.o, tx_merge.i0)
-        wiring.connect(m, req.o, tx_merge.i1)
+        for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
+            wiring.connect(m, engine.o, getattr(tx_merge, f"i{k}"))
         wiring.connect(m, tx_merge.o, steer.i)
         m.d.comb += [
             reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
@@ -259,9 +289,11 @@ class Nic(wiring.Component):
                 self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
                                     | (end.tx_state == TxState.REPLAY)),
             ]
-        # Receive: VC 0 (L/S requests) to the target, VC 1 (L/S responses) to the requester.
-        wiring.connect(m, rx_merge[VirtualChannel.LS_REQ].o, tgt.i)
-        wiring.connect(m, rx_merge[VirtualChannel.LS_RSP].o, req.i)
+        # Receive: each VC to its engine.
+        for vc, engine in ((VirtualChannel.LS_REQ, tgt), (VirtualChannel.LS_RSP, req),
+                           (VirtualChannel.RDMA_REQ, rdma_tgt),
+                           (VirtualChannel.RDMA_RSP, rdma_req)):
+            wiring.connect(m, rx_merge[vc].o, engine.i)
         return m
 
 

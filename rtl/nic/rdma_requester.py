@@ -1,0 +1,436 @@
+"""The NIC's RDMA requester: the DMA engine's commands out as WRITE packets (read from local
+memory, segmented at the MTU) or a READ_REQ, their ACK or READ_RSP packets back (written to
+local memory), one completion per command.
+
+Ref: spec §3 (VC 2 requests, VC 3 responses, the MTU), §4.2 (RDMA TH, ACK per message, READ_RSP
+octets counted per message), §9 (WRITE entropy ``msg ^ packet_index``), §11 (bogus responses
+never complete a message or touch memory; nothing hangs).
+"""
+
+from amaranth.hdl import Module, Signal, Mux
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..config import check_int_range
+from ..forwarding.deparser import OefhDeparser
+from ..forwarding.parser import OefhParser
+from ..hierarchy import forward_member
+from ..stream import PacketStream, check_beat_octets, SaturatingCounter, COUNTER_WIDTH
+from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION, RDMA_TH
+from .axi import axi4_read_members, axi4_write_members, check_addr_width
+from .dma import AxiReader, AxiWriter, MAX_PACKET_OCTETS
+from .ls_requester import CompletionLayout, CompletionStatus, check_timeout, STAMP_BITS
+
+__all__ = ["RdmaRequester", "RdmaCommandLayout", "check_messages", "check_mtu",
+           "MSG_BITS", "LENGTH_BITS", "RDMA_ADDR_BITS"]
+
+MSG_BITS = dict(RDMA_TH.fields)["msg"]
+LENGTH_BITS = dict(RDMA_TH.fields)["length"]
+RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
+
+
+def check_messages(value):
+    check_int_range("messages", value, 2, 1 << MSG_BITS)
+    if value & (value - 1):
+        raise ValueError(f"messages must be a power of two, not {value}")
+    return value
+
+
+def check_mtu(value):
+    # Ref: spec §3 — the MTU is 256…2048 octets.
+    if value not in (256, 512, 1024, 2048):
+        raise ValueError(f"mtu must be 256, 512, 1024 or 2048, not {value!r}")
+    return value
+
+
+class RdmaCommandLayout(data.StructLayout):
+    """One DMA command: ``read`` (0: WRITE local → remote, 1: READ remote → local), ``dst``,
+    ``id`` (the message id, echoed by the completion), ``remote`` and ``local`` byte addresses,
+    ``length`` in octets (1 to 2^24 - 1). 19 octets with ``pad``."""
+    def __init__(self):
+        super().__init__({"read": 1, "dst": 12, "id": MSG_BITS, "remote": RDMA_ADDR_BITS,
+                          "local": RDMA_ADDR_BITS, "length": LENGTH_BITS, "pad": 7})
+
+
+class _Static(data.StructLayout):
+    """What a message's command said (written once, when it is accepted)."""
+    def __init__(self, addr_width):
+        super().__init__({"read": 1, "dst": 12, "length": LENGTH_BITS, "local": addr_width})
+
+
+class _Progress(data.StructLayout):
+    """How far a message got: READ octets placed, the cycle of its last activity, and whether
+    a local memory access of it failed."""
+    def __init__(self):
+        super().__init__({"placed": LENGTH_BITS, "stamp": STAMP_BITS, "failed": 1})
+
+
+class RdmaRequester(wiring.Component):
+    """Execute DMA commands against a remote NIC; complete every command exactly once.
+
+    **Commands** (``cmd``) are taken one at a time. A command is refused without sending
+    anything when its ``id`` is already outstanding or not below ``messages`` (BAD_TAG), or
+    when its length is 0, an address is not a multiple of ``beat_octets``, or the local range
+    runs past the AXI address space (ADDRESS_ERROR).
+
+    * WRITE: the message is read from local memory (``m_axi`` AR/R) and sent as packets of
+      ``mtu`` octets (the last one shorter) on VC 2: packet ``k`` has ``offset = k * mtu``,
+      ``addr = remote + offset``, ``first``/``last`` flags and entropy ``(id ^ k)[15:0]``
+      (spec §9: sprayed over the ports). It completes with the status of the target's ACK.
+    * READ: one READ_REQ (``addr = remote``, ``length`` = the whole message, entropy ``id``).
+      Each READ_RSP's payload is written to ``local + offset`` (``m_axi`` AW/W/B); the message
+      completes OK when the octets placed add up to ``length``, or with the status of a
+      READ_RSP that refuses it.
+
+    A response must name a message outstanding with its source (the command's ``dst``),
+    else it is ``unexpected``; it must then be of the message's kind (ACK for a WRITE,
+    READ_RSP for a READ), carry a defined status and (a READ_RSP) fit inside the message at a
+    beat-aligned offset, or (a refusal) have no length and offset 0, else it is
+    ``mismatched``. Either way it is dropped, counted and
+    touches no memory. A
+    READ_RSP whose payload is not ``length`` octets long is ``mismatched`` too; its octets
+    inside the message's range may have been written, but it does not count towards the
+    message, which then times out. A local AXI error makes the message complete with
+    ADDRESS_ERROR.
+
+    **Timeouts.** A scanner visits one message per cycle in which no response is handled; a
+    message with no activity (its last packet sent, or a READ_RSP placed) for
+    ``timeout_cycles`` completes with TIMEOUT.
+
+    Members
+    -------
+    local_id : In(12)
+    cmd : In(stream.Signature(RdmaCommandLayout()))
+    cpl : Out(stream.Signature(CompletionLayout()))
+        ``tag`` is the command's ``id``.
+    o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
+        WRITE/READ_REQ frames out (VC 2), ACK/READ_RSP frames in (FCS removed).
+    m_axi_* : the AXI4 manager port to local memory (reads for WRITE, writes for READ_RSP).
+    outstanding : Out(range(messages + 1))
+    count_* : Out(32)
+        Saturating counters, :attr:`COUNTERS`.
+
+    Latency: a command's first frame beat leaves :attr:`READ_REQ_LATENCY` cycles after its
+    ``cmd`` transfer for a READ; a WRITE's first beat follows its first read data by 1.
+
+    Throughput: one packet at a time each way; a WRITE streams at one beat per cycle within a
+    packet.
+    """
+    COUNTERS = ("commands", "completions", "timeouts", "bad_ids", "refused", "packets_sent",
+                "packets_received", "unexpected", "mismatched", "axi_errors")
+    #: ``cmd`` transfer → first READ_REQ beat on ``o``: the check 1, the table 1, the deparser 1.
+    READ_REQ_LATENCY = 3
+
+    def __init__(self, beat_octets=8, messages=16, mtu=1024, timeout_cycles=4096,
+                 addr_width=32):
+        self.beat_octets = check_beat_octets(beat_octets)
+        self.messages = check_messages(messages)
+        self.mtu = check_mtu(mtu)
+        self.timeout_cycles = check_timeout(timeout_cycles)
+        self.addr_width = check_addr_width(addr_width)
+        super().__init__({
+            "local_id": In(12),
+            "cmd": In(stream.Signature(RdmaCommandLayout())),
+            "cpl": Out(stream.Signature(CompletionLayout())),
+            "o": Out(PacketStream(beat_octets)),
+            "i": In(PacketStream(beat_octets)),
+            **axi4_write_members("m_axi", addr_width, beat_octets),
+            **axi4_read_members("m_axi", addr_width, beat_octets),
+            "outstanding": Out(range(messages + 1)),
+            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        beat_bits = (W - 1).bit_length()
+        id_bits = (self.messages - 1).bit_length()
+        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
+        for name, counter in counters.items():
+            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+
+        m.submodules.reader = reader = AxiReader(W, self.addr_width)
+        m.submodules.writer = writer = AxiWriter(W, self.addr_width)
+        for mover, members in ((reader, axi4_read_members), (writer, axi4_write_members)):
+            for name, member in members("m_axi", self.addr_width, W).items():
+                forward_member(m, getattr(self, name), getattr(mover, name), member)
+
+        now = Signal(STAMP_BITS)
+        m.d.sync += now.eq(now + 1)
+        busy = Signal(self.messages)
+        level = Signal(range(self.messages + 1))
+        set_busy, clear_busy = Signal(), Signal()
+        m.d.sync += level.eq(level + set_busy - clear_busy)
+        m.d.comb += self.outstanding.eq(level)
+
+        m.submodules.static = static = Memory(shape=_Static(self.addr_width),
+                                              depth=self.messages, init=[])
+        static_wr = static.write_port()
+        static_rd = static.read_port(transparent_for=(static_wr,))
+        m.submodules.progress = progress = Memory(shape=_Progress(), depth=self.messages,
+                                                  init=[])
+        progress_wr = progress.write_port()
+        progress_rd = progress.read_port(transparent_for=(progress_wr,))
+        progress_scan = progress.read_port(transparent_for=(progress_wr,))
+        # The progress table has one write port: the receive side has it when it wants it,
+        # the transmit side waits a cycle.
+        rx_write = Signal()
+        tx_write = Signal()
+        tx_progress = Signal(_Progress())
+        tx_failed = Signal()        # a local read of the message being sent failed
+        m.d.comb += [tx_progress.placed.eq(0), tx_progress.stamp.eq(now),
+                     tx_progress.failed.eq(tx_failed)]
+        tx_write_id = Signal(id_bits)
+        rx_progress = Signal(_Progress())
+        rx_write_id = Signal(id_bits)
+        m.d.comb += [
+            progress_wr.en.eq(rx_write | tx_write),
+            progress_wr.addr.eq(Mux(rx_write, rx_write_id, tx_write_id)),
+            progress_wr.data.eq(Mux(rx_write, rx_progress, tx_progress)),
+        ]
+        tx_granted = tx_write & ~rx_write
+
+        # --- commands out ----------------------------------------------------------------------
+        m.submodules.deparser = deparser = OefhDeparser(W)
+        wiring.connect(m, deparser.o, wiring.flipped(self.o))
+        cmd = self.cmd.payload
+        cur = Signal(RdmaCommandLayout())
+        tx_active = Signal()        # ``cur`` is being sent: its message cannot time out
+        offset = Signal(LENGTH_BITS)
+        remaining = Signal(LENGTH_BITS)
+        index = Signal(16)
+        octets = Signal(range(MAX_PACKET_OCTETS + 1))
+        m.d.comb += octets.eq(Mux(remaining > self.mtu, self.mtu, remaining))
+        last_packet = remaining <= self.mtu
+
+        hdr = Signal(HeaderLayout())
+        th = hdr.th.rdma
+        m.d.comb += [
+            hdr.oefh.ver.eq(OEFH_VERSION), hdr.oefh.vc.eq(VirtualChannel.RDMA_REQ),
+            hdr.oefh.dst.eq(cur.dst), hdr.oefh.src.eq(self.local_id),
+            th.msg.eq(cur.id),
+            deparser.header.payload.eq(hdr),
+        ]
+        m.d.comb += [
+            # Ref: spec §9 — WRITE packets are sprayed: entropy msg ^ packet_index; project
+            # choice (docs/nic.md): a READ_REQ's is its msg (``index`` stays 0).
+            hdr.oefh.entropy.eq(cur.id ^ index),
+            th.opcode.eq(Mux(cur.read, Opcode.READ_REQ, Opcode.WRITE)),
+            th.first.eq(offset == 0), th.last.eq(cur.read | last_packet),
+            th.addr.eq(cur.remote + offset), th.offset.eq(offset),
+            # Ref: spec §4.2 — READ_REQ: the octets wanted; WRITE: the octets of this packet.
+            th.length.eq(Mux(cur.read, cur.length, octets)),
+        ]
+        m.d.comb += [reader.cmd.payload.addr.eq(cur.local + offset),
+                     reader.cmd.payload.octets.eq(octets)]
+        counters["axi_errors"].increment(m, reader.error | (writer.done.valid &
+                                                            writer.done.ready &
+                                                            ~writer.done.payload.ok))
+        with m.If(reader.error):
+            m.d.sync += tx_failed.eq(1)
+
+        id_free = (cmd.id < self.messages) & ~(busy >> cmd.id[:id_bits])[0]
+        end = cmd.local + cmd.length
+        well_formed = ((cmd.length != 0) & (cmd.remote[:beat_bits] == 0) &
+                       (cmd.local[:beat_bits] == 0) & (end <= (1 << self.addr_width)))
+        refused = Signal()          # a refused command's completion waits for the RX side
+        refused_id = Signal(MSG_BITS)
+        refused_status = Signal(CompletionStatus)
+        clear_refused = Signal()
+        with m.If(clear_refused):
+            m.d.sync += refused.eq(0)
+        hdr_sent, cmd_sent, data_sent = Signal(), Signal(), Signal()
+        data_done = data_sent | (deparser.i.valid & deparser.i.ready & deparser.i.payload.last)
+        hdr_done = hdr_sent | deparser.header.ready
+        cmd_done = cmd_sent | reader.cmd.ready
+
+        with m.FSM(name="tx"):
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(~refused)
+                with m.If(self.cmd.valid & ~refused):
+                    m.d.sync += [cur.eq(cmd), offset.eq(0), remaining.eq(cmd.length),
+                                 index.eq(0), tx_failed.eq(0),
+                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
+                    with m.If(~id_free):
+                        m.d.sync += [refused.eq(1), refused_id.eq(cmd.id),
+                                     refused_status.eq(CompletionStatus.BAD_TAG)]
+                        counters["bad_ids"].increment(m, 1)
+                    with m.Elif(~well_formed):
+                        m.d.sync += [refused.eq(1), refused_id.eq(cmd.id),
+                                     refused_status.eq(CompletionStatus.ADDRESS_ERROR)]
+                        counters["refused"].increment(m, 1)
+                    with m.Else():
+                        m.d.comb += [
+                            static_wr.en.eq(1), static_wr.addr.eq(cmd.id[:id_bits]),
+                            static_wr.data.read.eq(cmd.read), static_wr.data.dst.eq(cmd.dst),
+                            static_wr.data.length.eq(cmd.length),
+                            static_wr.data.local.eq(cmd.local), set_busy.eq(1),
+                        ]
+                        m.d.sync += [busy.bit_select(cmd.id[:id_bits], 1).eq(1),
+                                     tx_active.eq(1)]
+                        counters["commands"].increment(m, 1)
+                        m.next = "START"
+            with m.State("START"):
+                m.d.comb += [tx_write.eq(1), tx_write_id.eq(cur.id[:id_bits])]
+                with m.If(tx_granted):
+                    m.next = "READ_REQ"
+                    with m.If(~cur.read):
+                        m.next = "PACKET"
+            with m.State("READ_REQ"):
+                # A READ_REQ has no payload: one empty beat.
+                m.d.comb += [deparser.header.valid.eq(~hdr_sent),
+                             deparser.i.valid.eq(~data_sent),
+                             deparser.i.payload.first.eq(1), deparser.i.payload.last.eq(1)]
+                m.d.sync += [hdr_sent.eq(hdr_done), data_sent.eq(data_done)]
+                with m.If(hdr_done & data_done):
+                    m.d.sync += tx_active.eq(0)
+                    counters["packets_sent"].increment(m, 1)
+                    m.next = "IDLE"
+            with m.State("PACKET"):
+                # One WRITE packet: its header and its read run side by side.
+                wiring.connect(m, reader.o, deparser.i)
+                m.d.comb += [deparser.header.valid.eq(~hdr_sent),
+                             reader.cmd.valid.eq(~cmd_sent)]
+                m.d.sync += [hdr_sent.eq(hdr_done), cmd_sent.eq(cmd_done),
+                             data_sent.eq(data_done)]
+                with m.If(hdr_done & cmd_done & data_done):
+                    m.d.sync += [offset.eq(offset + octets), remaining.eq(remaining - octets),
+                                 index.eq(index + 1),
+                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
+                    counters["packets_sent"].increment(m, 1)
+                    with m.If(last_packet):
+                        m.next = "SENT"
+            with m.State("SENT"):
+                # The timeout of a WRITE runs from its last packet.
+                m.d.comb += [tx_write.eq(1), tx_write_id.eq(cur.id[:id_bits])]
+                with m.If(tx_granted):
+                    m.d.sync += tx_active.eq(0)
+                    m.next = "IDLE"
+
+        # --- responses in, timeouts, completions -----------------------------------------------
+        m.submodules.parser = parser = OefhParser(W)
+        wiring.connect(m, wiring.flipped(self.i), parser.i)
+        rh = Signal(HeaderLayout())
+        r = rh.th.rdma
+        m.d.comb += [static_rd.addr.eq(parser.header.payload.th.rdma.msg[:id_bits]),
+                     progress_rd.addr.eq(parser.header.payload.th.rdma.msg[:id_bits])]
+        # The tables' entries of the response's msg: on the read ports in CHECK, held after.
+        entry_r = Signal(_Static(self.addr_width))
+        done_r = Signal(_Progress())
+        in_check = Signal()
+        entry = Signal(_Static(self.addr_width))
+        done_so_far = Signal(_Progress())
+        m.d.comb += [entry.eq(Mux(in_check, static_rd.data, entry_r)),
+                     done_so_far.eq(Mux(in_check, progress_rd.data, done_r))]
+        cpl_id = Signal(MSG_BITS)
+        status = Signal(CompletionStatus)
+        m.d.comb += [self.cpl.payload.tag.eq(cpl_id), self.cpl.payload.status.eq(status)]
+        counters["completions"].increment(m, self.cpl.valid & self.cpl.ready)
+        after_drain = Signal()      # DRAIN goes on to CPL (else to IDLE)
+
+        ptr = Signal(id_bits)
+        ptr_r = Signal(id_bits)
+        scanned = Signal()
+        m.d.comb += progress_scan.addr.eq(ptr)
+        expired = (scanned & (busy >> ptr_r)[0] & ~(tx_active & (cur.id[:id_bits] == ptr_r)) &
+                   ((now - progress_scan.data.stamp)[:STAMP_BITS] >= self.timeout_cycles))
+
+        # ``live``: a message of this msg is outstanding with the response's source (msg ids
+        # are unique per source, spec §4.2); else the response is unexpected.
+        live = ((r.msg < self.messages) & (busy >> r.msg[:id_bits])[0] &
+                ~(tx_active & (cur.id == r.msg)) & (rh.oefh.src == entry.dst))
+        sane = r.status <= Status.ADDRESS_ERROR
+        is_ack = live & sane & (r.opcode == Opcode.ACK) & ~entry.read
+        is_rsp = live & sane & (r.opcode == Opcode.READ_RSP) & entry.read
+        fits = ((r.length != 0) & (r.length <= MAX_PACKET_OCTETS) &
+                (r.offset[:beat_bits] == 0) & (r.offset + r.length <= entry.length))
+        placed = Signal(LENGTH_BITS + 1)
+        m.d.comb += placed.eq(done_so_far.placed + r.length)
+        exact = Signal()
+        write_ok = Signal()
+        move_sent = Signal()
+        m.d.comb += [writer.cmd.payload.addr.eq(entry.local + r.offset),
+                     writer.cmd.payload.octets.eq(r.length),
+                     writer.cmd.payload.write.eq(1)]
+
+        with m.FSM(name="rx"):
+            with m.State("IDLE"):
+                m.d.sync += scanned.eq(0)
+                with m.If(expired):
+                    m.d.sync += [cpl_id.eq(ptr_r), status.eq(CompletionStatus.TIMEOUT)]
+                    counters["timeouts"].increment(m, 1)
+                    m.next = "CPL"
+                with m.Elif(refused):
+                    m.d.sync += [cpl_id.eq(refused_id), status.eq(refused_status)]
+                    m.next = "REFUSED"
+                with m.Elif(parser.header.valid):
+                    m.d.comb += parser.header.ready.eq(1)
+                    m.d.sync += rh.eq(parser.header.payload)
+                    m.next = "CHECK"
+                with m.Else():
+                    m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
+            with m.State("REFUSED"):
+                m.d.comb += self.cpl.valid.eq(1)
+                with m.If(self.cpl.ready):
+                    m.d.comb += clear_refused.eq(1)
+                    m.next = "IDLE"
+            with m.State("CHECK"):
+                m.d.comb += in_check.eq(1)
+                m.d.sync += [cpl_id.eq(r.msg), move_sent.eq(0), after_drain.eq(0),
+                             entry_r.eq(static_rd.data), done_r.eq(progress_rd.data)]
+                # A refused READ is answered by one READ_RSP with its status and nothing else.
+                refusal = is_rsp & (r.status != Status.OK) & (r.length == 0) & (r.offset == 0)
+                with m.If(is_ack | refusal):
+                    # The target's verdict on the whole message.
+                    m.d.sync += [after_drain.eq(1),
+                                 status.eq(Mux((r.status == Status.OK) & done_so_far.failed,
+                                               CompletionStatus.ADDRESS_ERROR, r.status))]
+                    counters["packets_received"].increment(m, 1)
+                    m.next = "DRAIN"
+                with m.Elif(is_rsp & (r.status == Status.OK) & fits):
+                    m.next = "PLACE"
+                with m.Else():
+                    counters["unexpected"].increment(m, ~live)
+                    counters["mismatched"].increment(m, live)
+                    m.next = "DRAIN"
+            with m.State("PLACE"):
+                wiring.connect(m, parser.o, writer.i)
+                m.d.comb += writer.cmd.valid.eq(~move_sent)
+                with m.If(writer.cmd.ready):
+                    m.d.sync += move_sent.eq(1)
+                m.d.comb += writer.done.ready.eq(1)
+                with m.If(writer.done.valid):
+                    m.d.sync += [exact.eq(writer.done.payload.exact),
+                                 write_ok.eq(writer.done.payload.ok)]
+                    m.next = "PLACED"
+            with m.State("PLACED"):
+                with m.If(exact):
+                    m.d.comb += [rx_write.eq(1), rx_write_id.eq(r.msg[:id_bits]),
+                                 rx_progress.placed.eq(placed), rx_progress.stamp.eq(now),
+                                 rx_progress.failed.eq(done_so_far.failed | ~write_ok)]
+                    counters["packets_received"].increment(m, 1)
+                    with m.If(placed == entry.length):
+                        m.d.sync += status.eq(Mux(done_so_far.failed | ~write_ok,
+                                                  CompletionStatus.ADDRESS_ERROR,
+                                                  CompletionStatus.OK))
+                        m.next = "CPL"
+                    with m.Else():
+                        m.next = "IDLE"
+                with m.Else():
+                    counters["mismatched"].increment(m, 1)
+                    m.next = "IDLE"
+            with m.State("DRAIN"):
+                m.d.comb += parser.o.ready.eq(1)
+                with m.If(parser.o.valid & parser.o.payload.last):
+                    with m.If(after_drain):
+                        m.next = "CPL"
+                    with m.Else():
+                        m.next = "IDLE"
+            with m.State("CPL"):
+                m.d.comb += self.cpl.valid.eq(1)
+                with m.If(self.cpl.ready):
+                    m.d.sync += busy.bit_select(cpl_id[:id_bits], 1).eq(0)
+                    m.d.comb += clear_busy.eq(1)
+                    m.next = "IDLE"
+        return m
