@@ -1,9 +1,10 @@
-"""The NIC's AXI4 manager port to local (GPU) memory, as flat ports with AXI4 names.
+"""The NIC's AXI4 manager ports to local (GPU) memory, as flat ports with AXI4 names.
 
-The port is a plain set of ``PREFIX_aw*``, ``PREFIX_w*``, ``PREFIX_b*``, ``PREFIX_ar*`` and
-``PREFIX_r*`` members, so that an exported block shows the names AXI4 interconnects and
-cocotbext-axi's ``AxiBus.from_prefix`` expect, with no adapter. Only what an EthLink target
-needs is there: INCR bursts of full-width beats, one ID (0), no lock/cache/prot/qos (a
+A port is a plain set of ``PREFIX_aw*``, ``PREFIX_w*``, ``PREFIX_b*``, ``PREFIX_ar*`` and
+``PREFIX_r*`` members (a write half and a read half), so that an exported block shows the
+names AXI4 interconnects and cocotbext-axi's ``AxiBus.from_prefix`` expect, with no adapter.
+Only what the NIC's engines need is there: INCR bursts of full-width beats (``WSTRB`` may
+leave out the tail of an RDMA packet's last beat), one ID (0), no lock/cache/prot/qos (a
 subordinate takes their defaults).
 """
 

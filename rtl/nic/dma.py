@@ -16,9 +16,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..stream import PacketStream, check_beat_octets, count_to_keep, keep_count
+from ..wire import RDMA_TH
 from .axi import axi4_read_members, axi4_write_members, check_addr_width, BURST_INCR, RESP_OKAY
 
-__all__ = ["AxiReader", "AxiWriter", "MAX_PACKET_OCTETS", "PAGE_OCTETS"]
+__all__ = ["AxiReader", "AxiWriter", "PacketSender", "MAX_PACKET_OCTETS", "PAGE_OCTETS"]
 
 #: The longest packet a mover takes: the largest RDMA MTU (spec §3).
 MAX_PACKET_OCTETS = 2048
@@ -26,6 +27,8 @@ MAX_PACKET_OCTETS = 2048
 PAGE_OCTETS = 4096
 #: AXI4 INCR bursts are at most 256 beats.
 MAX_BURST_BEATS = 256
+#: Width of a message's length and offsets (the RDMA TH's ``length``).
+LENGTH_BITS = dict(RDMA_TH.fields)["length"]
 
 
 class MoveLayout(data.StructLayout):
@@ -60,6 +63,15 @@ class _Bursts:
     def fields(self):
         """AxLEN, AxSIZE, AxBURST of the next burst."""
         return (self.length - 1)[:8], C(self.beat_bits, 3), C(BURST_INCR, 2)
+
+    def issue(self, m, addr, valid, ready, data_state):
+        """In the address state: offer the burst (``valid``); once ``ready``, count its beats,
+        move ``addr`` past it and go to ``data_state``."""
+        m.d.comb += valid.eq(1)
+        with m.If(ready):
+            m.d.sync += [self.in_burst.eq(self.length),
+                         addr.eq(addr + (self.length << self.beat_bits))]
+            m.next = data_state
 
 
 class AxiReader(wiring.Component):
@@ -115,11 +127,7 @@ class AxiReader(wiring.Component):
                     bursts.start(m, octets)
                     m.next = "AR"
             with m.State("AR"):
-                m.d.comb += axi["arvalid"].eq(1)
-                with m.If(axi["arready"]):
-                    m.d.sync += [bursts.in_burst.eq(bursts.length),
-                                 addr.eq(addr + (bursts.length << bursts.beat_bits))]
-                    m.next = "R"
+                bursts.issue(m, addr, axi["arvalid"], axi["arready"], "R")
             with m.State("R"):
                 m.d.comb += [self.o.valid.eq(axi["rvalid"]),
                              axi["rready"].eq(self.o.ready)]
@@ -204,11 +212,7 @@ class AxiWriter(wiring.Component):
                     with m.Else():
                         m.next = "DRAIN"
             with m.State("AW"):
-                m.d.comb += axi["awvalid"].eq(1)
-                with m.If(axi["awready"]):
-                    m.d.sync += [bursts.in_burst.eq(bursts.length),
-                                 addr.eq(addr + (bursts.length << bursts.beat_bits))]
-                    m.next = "W"
+                bursts.issue(m, addr, axi["awvalid"], axi["awready"], "W")
             with m.State("W"):
                 # After the packet's last beat, padding beats (strobe 0) finish the burst; the
                 # move's last beat writes no octet past ``octets``, whatever the packet holds.
@@ -244,3 +248,67 @@ class AxiWriter(wiring.Component):
                 with m.If(self.done.ready):
                     m.next = "IDLE"
         return m
+
+
+class PacketSender:
+    """The sending side both RDMA engines share, built into the module of its owner: frames
+    to a deparser, one after another, either a message cut into packets of ``mtu`` octets
+    (each a header offered while an :class:`AxiReader` fetches its payload) or a header
+    with an empty payload (an ACK, a READ_REQ, a refusal).
+
+    ``offset``, ``octets``, ``index`` and ``last`` describe the current packet of the
+    message for the owner's header; :meth:`start` begins a message of ``length`` octets.
+    The owner drives the header's payload, and the reader's command payload from ``offset``
+    and ``octets``. Between frames no handshake is pending.
+    """
+    def __init__(self, m, mtu, deparser, reader):
+        self._deparser, self._reader = deparser, reader
+        self.offset = Signal(LENGTH_BITS)
+        self.remaining = Signal(LENGTH_BITS)
+        self.index = Signal(16)
+        self.octets = Signal(range(MAX_PACKET_OCTETS + 1))
+        m.d.comb += self.octets.eq(Mux(self.remaining > mtu, mtu, self.remaining))
+        self.last = self.remaining <= mtu
+        # Which of the packet's three transfers (header, reader command, last payload beat)
+        # have happened; ``*_done`` include this cycle's.
+        self._sent = [Signal(name=f"{name}_sent") for name in ("header", "read", "data")]
+        header, read, data = self._sent
+        self._header_done = header | deparser.header.ready
+        self._read_done = read | reader.cmd.ready
+        self._data_done = data | (deparser.i.valid & deparser.i.ready &
+                                  deparser.i.payload.last)
+
+    def start(self, m, length):
+        m.d.sync += [self.offset.eq(0), self.remaining.eq(length), self.index.eq(0),
+                     *(flag.eq(0) for flag in self._sent)]
+
+    def segment(self, m):
+        """In the owner's sending state: send the current packet; returns ``(sent, done)``:
+        high in the cycle a packet is complete, and the message's last one."""
+        header, read, data = self._sent
+        wiring.connect(m, self._reader.o, self._deparser.i)
+        m.d.comb += [self._deparser.header.valid.eq(~header),
+                     self._reader.cmd.valid.eq(~read)]
+        m.d.sync += [header.eq(self._header_done), read.eq(self._read_done),
+                     data.eq(self._data_done)]
+        sent = self._header_done & self._read_done & self._data_done
+        with m.If(sent):
+            m.d.sync += [self.offset.eq(self.offset + self.octets),
+                         self.remaining.eq(self.remaining - self.octets),
+                         self.index.eq(self.index + 1),
+                         *(flag.eq(0) for flag in self._sent)]
+        return sent, sent & self.last
+
+    def empty(self, m):
+        """In the owner's state: send the header and one empty payload beat; returns the
+        signal high in the cycle both have gone."""
+        header, _, data = self._sent
+        m.d.comb += [self._deparser.header.valid.eq(~header),
+                     self._deparser.i.valid.eq(~data),
+                     self._deparser.i.payload.first.eq(1),
+                     self._deparser.i.payload.last.eq(1)]
+        m.d.sync += [header.eq(self._header_done), data.eq(self._data_done)]
+        done = self._header_done & self._data_done
+        with m.If(done):
+            m.d.sync += [flag.eq(0) for flag in self._sent]
+        return done

@@ -10,7 +10,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..regbus import register_bus_members, register_reads
+from ..regbus import register_bus_members
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
@@ -18,7 +18,7 @@ from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCou
 from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import axi4_manager_members, check_addr_width, BURST_INCR, RESP_OKAY
-from .windows import window_registers, check_windows, LINE_OCTETS, LINE_BITS
+from .windows import target_registers, check_windows, count_refusal, LINE_OCTETS, LINE_BITS
 
 __all__ = ["LsResponder", "LsTarget", "check_windows"]
 
@@ -97,12 +97,7 @@ class LsResponder(wiring.Component):
             m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
 
         # --- windows and the register bus ----------------------------------------------------
-        windows = window_registers(m, self, self.windows)
-        params = Cat(C(self.windows, 5), C(beat_bits, 3), C(self.addr_width, 6))
-        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
-        registers += [(csr.COUNTERS + k, counters[name].value)
-                      for k, name in enumerate(self.COUNTERS)]
-        register_reads(m, self, registers + windows.registers())
+        windows = target_registers(m, self, counters)
 
         # --- the request being served ---------------------------------------------------------
         req = Signal(HeaderLayout())
@@ -204,9 +199,7 @@ class LsResponder(wiring.Component):
                             counters["malformed"].increment(m, 1)
                             m.next = "FLUSH"
                         with m.Elif(status != Status.OK):
-                            counters["denied"].increment(m, status == Status.ACCESS_DENIED)
-                            counters["address_errors"].increment(
-                                m, status == Status.ADDRESS_ERROR)
+                            count_refusal(m, counters, status)
                             m.next = "RESPOND"
                         with m.Elif(is_load):
                             counters["loads"].increment(m, 1)

@@ -19,14 +19,13 @@ from ..hierarchy import forward_member
 from ..stream import PacketStream, check_beat_octets, SaturatingCounter, COUNTER_WIDTH
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION, RDMA_TH
 from .axi import axi4_read_members, axi4_write_members, check_addr_width
-from .dma import AxiReader, AxiWriter, MAX_PACKET_OCTETS
+from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
 from .ls_requester import CompletionLayout, CompletionStatus, check_timeout, STAMP_BITS
 
 __all__ = ["RdmaRequester", "RdmaCommandLayout", "check_messages", "check_mtu",
            "MSG_BITS", "LENGTH_BITS", "RDMA_ADDR_BITS"]
 
 MSG_BITS = dict(RDMA_TH.fields)["msg"]
-LENGTH_BITS = dict(RDMA_TH.fields)["length"]
 RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
 
 
@@ -197,12 +196,8 @@ class RdmaRequester(wiring.Component):
         cmd = self.cmd.payload
         cur = Signal(RdmaCommandLayout())
         tx_active = Signal()        # ``cur`` is being sent: its message cannot time out
-        offset = Signal(LENGTH_BITS)
-        remaining = Signal(LENGTH_BITS)
-        index = Signal(16)
-        octets = Signal(range(MAX_PACKET_OCTETS + 1))
-        m.d.comb += octets.eq(Mux(remaining > self.mtu, self.mtu, remaining))
-        last_packet = remaining <= self.mtu
+        sender = PacketSender(m, self.mtu, deparser, reader)
+        offset, index, octets = sender.offset, sender.index, sender.octets
 
         hdr = Signal(HeaderLayout())
         th = hdr.th.rdma
@@ -217,7 +212,7 @@ class RdmaRequester(wiring.Component):
             # choice (docs/nic.md): a READ_REQ's is its msg (``index`` stays 0).
             hdr.oefh.entropy.eq(cur.id ^ index),
             th.opcode.eq(Mux(cur.read, Opcode.READ_REQ, Opcode.WRITE)),
-            th.first.eq(offset == 0), th.last.eq(cur.read | last_packet),
+            th.first.eq(offset == 0), th.last.eq(cur.read | sender.last),
             th.addr.eq(cur.remote + offset), th.offset.eq(offset),
             # Ref: spec §4.2 — READ_REQ: the octets wanted; WRITE: the octets of this packet.
             th.length.eq(Mux(cur.read, cur.length, octets)),
@@ -240,18 +235,13 @@ class RdmaRequester(wiring.Component):
         clear_refused = Signal()
         with m.If(clear_refused):
             m.d.sync += refused.eq(0)
-        hdr_sent, cmd_sent, data_sent = Signal(), Signal(), Signal()
-        data_done = data_sent | (deparser.i.valid & deparser.i.ready & deparser.i.payload.last)
-        hdr_done = hdr_sent | deparser.header.ready
-        cmd_done = cmd_sent | reader.cmd.ready
 
         with m.FSM(name="tx"):
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(~refused)
                 with m.If(self.cmd.valid & ~refused):
-                    m.d.sync += [cur.eq(cmd), offset.eq(0), remaining.eq(cmd.length),
-                                 index.eq(0), tx_failed.eq(0),
-                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
+                    m.d.sync += [cur.eq(cmd), tx_failed.eq(0)]
+                    sender.start(m, cmd.length)
                     with m.If(~id_free):
                         m.d.sync += [refused.eq(1), refused_id.eq(cmd.id),
                                      refused_status.eq(CompletionStatus.BAD_TAG)]
@@ -278,29 +268,17 @@ class RdmaRequester(wiring.Component):
                     with m.If(~cur.read):
                         m.next = "PACKET"
             with m.State("READ_REQ"):
-                # A READ_REQ has no payload: one empty beat.
-                m.d.comb += [deparser.header.valid.eq(~hdr_sent),
-                             deparser.i.valid.eq(~data_sent),
-                             deparser.i.payload.first.eq(1), deparser.i.payload.last.eq(1)]
-                m.d.sync += [hdr_sent.eq(hdr_done), data_sent.eq(data_done)]
-                with m.If(hdr_done & data_done):
+                # A READ_REQ has no payload.
+                with m.If(sender.empty(m)):
                     m.d.sync += tx_active.eq(0)
                     counters["packets_sent"].increment(m, 1)
                     m.next = "IDLE"
             with m.State("PACKET"):
-                # One WRITE packet: its header and its read run side by side.
-                wiring.connect(m, reader.o, deparser.i)
-                m.d.comb += [deparser.header.valid.eq(~hdr_sent),
-                             reader.cmd.valid.eq(~cmd_sent)]
-                m.d.sync += [hdr_sent.eq(hdr_done), cmd_sent.eq(cmd_done),
-                             data_sent.eq(data_done)]
-                with m.If(hdr_done & cmd_done & data_done):
-                    m.d.sync += [offset.eq(offset + octets), remaining.eq(remaining - octets),
-                                 index.eq(index + 1),
-                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
-                    counters["packets_sent"].increment(m, 1)
-                    with m.If(last_packet):
-                        m.next = "SENT"
+                # One WRITE packet at a time: its header and its read run side by side.
+                sent, done = sender.segment(m)
+                counters["packets_sent"].increment(m, sent)
+                with m.If(done):
+                    m.next = "SENT"
             with m.State("SENT"):
                 # The timeout of a WRITE runs from its last packet.
                 m.d.comb += [tx_write.eq(1), tx_write_id.eq(cur.id[:id_bits])]

@@ -7,7 +7,7 @@ octets add up, READ_RSP offsets), §9 (READ_RSP entropy ``msg ^ packet_index``),
 ACCESS_DENIED writes nothing, malformed frames dropped and counted).
 """
 
-from amaranth.hdl import Module, Signal, Cat, C, Mux
+from amaranth.hdl import Module, Signal, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,15 +16,15 @@ from ..config import check_int_range
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..hierarchy import forward_member
-from ..regbus import register_bus_members, register_reads
+from ..regbus import register_bus_members
 from ..stream import PacketStream, check_beat_octets, keep_count, SaturatingCounter, COUNTER_WIDTH
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import axi4_manager_members, axi4_read_members, axi4_write_members, check_addr_width
-from .dma import AxiReader, AxiWriter, MAX_PACKET_OCTETS
+from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS
 from .ls_requester import check_timeout, STAMP_BITS
 from .rdma_requester import check_mtu, LENGTH_BITS, MSG_BITS
-from .windows import window_registers, check_windows, LINE_OCTETS
+from .windows import target_registers, check_windows, count_refusal, LINE_OCTETS
 
 __all__ = ["RdmaTarget", "check_contexts"]
 
@@ -126,12 +126,7 @@ class RdmaTarget(wiring.Component):
             for name, member in members("m_axi", self.addr_width, W).items():
                 forward_member(m, getattr(self, name), getattr(mover, name), member)
 
-        windows = window_registers(m, self, self.windows)
-        params = Cat(C(self.windows, 5), C(beat_bits, 3), C(self.addr_width, 6))
-        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
-        registers += [(csr.COUNTERS + k, counters[name].value)
-                      for k, name in enumerate(self.COUNTERS)]
-        register_reads(m, self, registers + windows.registers())
+        windows = target_registers(m, self, counters)
 
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)
@@ -178,18 +173,10 @@ class RdmaTarget(wiring.Component):
             deparser.header.payload.eq(hdr),
         ]
         acking, serving = Signal(), Signal()     # in ACK, in SERVE
-        offset = Signal(LENGTH_BITS)
-        remaining = Signal(LENGTH_BITS)
-        index = Signal(16)
-        octets = Signal(range(MAX_PACKET_OCTETS + 1))
-        m.d.comb += octets.eq(Mux(remaining > self.mtu, self.mtu, remaining))
-        last_packet = remaining <= self.mtu
+        sender = PacketSender(m, self.mtu, deparser, reader)
+        offset, index, octets = sender.offset, sender.index, sender.octets
         ack_status = Signal(Status)
         ack_length = Signal(LENGTH_BITS)
-        hdr_sent, cmd_sent, data_sent = Signal(), Signal(), Signal()
-        hdr_done = hdr_sent | deparser.header.ready
-        cmd_done = cmd_sent | reader.cmd.ready
-        data_done = data_sent | (deparser.i.valid & deparser.i.ready & deparser.i.payload.last)
         m.d.comb += [reader.cmd.payload.addr.eq(r.addr + offset),
                      reader.cmd.payload.octets.eq(octets),
                      writer.cmd.payload.addr.eq(r.addr), writer.cmd.payload.octets.eq(r.length),
@@ -199,12 +186,7 @@ class RdmaTarget(wiring.Component):
                                                             ~writer.done.payload.ok))
         seen = Signal(range(MAX_PACKET_OCTETS + W + 1))     # payload octets of a READ_REQ
         exact, write_ok = Signal(), Signal()
-
-        def empty_beat():
-            # A response without payload: its header and one empty beat.
-            m.d.comb += [deparser.header.valid.eq(~hdr_sent), deparser.i.valid.eq(~data_sent),
-                         deparser.i.payload.first.eq(1), deparser.i.payload.last.eq(1)]
-            m.d.sync += [hdr_sent.eq(hdr_done), data_sent.eq(data_done)]
+        move_sent = Signal()        # the writer has the WRITE's command
 
         with m.FSM():
             with m.State("IDLE"):
@@ -214,8 +196,7 @@ class RdmaTarget(wiring.Component):
                     counters["stale"].add(m, sum(expired[c] for c in range(n)), 1)
                 with m.Elif(parser.header.valid):
                     m.d.comb += parser.header.ready.eq(1)
-                    m.d.sync += [req.eq(parser.header.payload), seen.eq(0),
-                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
+                    m.d.sync += [req.eq(parser.header.payload), seen.eq(0), move_sent.eq(0)]
                     m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If((r.addr[:beat_bits] != 0) | (end > (1 << self.addr_width))):
@@ -225,8 +206,8 @@ class RdmaTarget(wiring.Component):
                 with m.Else():
                     m.d.sync += status.eq(Status.OK)
                 m.d.sync += [slot.eq(one_hot_index(Mux(hits.any(), hits, free))),
-                             slot_hit.eq(hits.any()),
-                             offset.eq(0), remaining.eq(r.length), index.eq(0)]
+                             slot_hit.eq(hits.any())]
+                sender.start(m, r.length)
                 with m.If(is_write):
                     with m.If(bad_write):
                         counters["malformed"].increment(m, 1)
@@ -247,9 +228,9 @@ class RdmaTarget(wiring.Component):
                     m.next = "IDLE"
             with m.State("PLACE"):
                 wiring.connect(m, parser.o, writer.i)
-                m.d.comb += [writer.cmd.valid.eq(~cmd_sent), writer.done.ready.eq(1)]
+                m.d.comb += [writer.cmd.valid.eq(~move_sent), writer.done.ready.eq(1)]
                 with m.If(writer.cmd.ready):
-                    m.d.sync += cmd_sent.eq(1)
+                    m.d.sync += move_sent.eq(1)
                 with m.If(writer.done.valid):
                     m.d.sync += [exact.eq(writer.done.payload.exact),
                                  write_ok.eq(writer.done.payload.ok)]
@@ -260,8 +241,7 @@ class RdmaTarget(wiring.Component):
                     m.next = "IDLE"
                 with m.Else():
                     counters["write_packets"].increment(m, status == Status.OK)
-                    counters["denied"].increment(m, status == Status.ACCESS_DENIED)
-                    counters["address_errors"].increment(m, status == Status.ADDRESS_ERROR)
+                    count_refusal(m, counters, status)
                     this = Mux(write_ok, status, Status.ADDRESS_ERROR)
                     now_placed = Signal(LENGTH_BITS + 1)
                     now_goal = Signal(LENGTH_BITS)
@@ -292,8 +272,7 @@ class RdmaTarget(wiring.Component):
                         m.next = "IDLE"
             with m.State("ACK"):
                 m.d.comb += acking.eq(1)
-                empty_beat()
-                with m.If(hdr_done & data_done):
+                with m.If(sender.empty(m)):
                     counters["acks"].increment(m, 1)
                     m.next = "IDLE"
             with m.State("READ_CHECK"):
@@ -308,31 +287,20 @@ class RdmaTarget(wiring.Component):
                             counters["malformed"].increment(m, 1)
                             m.next = "IDLE"
                         with m.Elif(status != Status.OK):
-                            counters["denied"].increment(m, status == Status.ACCESS_DENIED)
-                            counters["address_errors"].increment(
-                                m, status == Status.ADDRESS_ERROR)
+                            count_refusal(m, counters, status)
                             m.next = "REFUSE"
                         with m.Else():
                             counters["reads"].increment(m, 1)
                             m.next = "SERVE"
             with m.State("REFUSE"):
-                empty_beat()
-                with m.If(hdr_done & data_done):
+                with m.If(sender.empty(m)):
                     m.next = "IDLE"
             with m.State("SERVE"):
-                # One READ_RSP packet: its header and its read run side by side.
+                # One READ_RSP packet at a time: its header and its read run side by side.
                 m.d.comb += serving.eq(1)
-                wiring.connect(m, reader.o, deparser.i)
-                m.d.comb += [deparser.header.valid.eq(~hdr_sent),
-                             reader.cmd.valid.eq(~cmd_sent)]
-                m.d.sync += [hdr_sent.eq(hdr_done), cmd_sent.eq(cmd_done),
-                             data_sent.eq(data_done)]
-                with m.If(hdr_done & cmd_done & data_done):
-                    m.d.sync += [offset.eq(offset + octets), remaining.eq(remaining - octets),
-                                 index.eq(index + 1),
-                                 hdr_sent.eq(0), cmd_sent.eq(0), data_sent.eq(0)]
-                    with m.If(last_packet):
-                        m.next = "IDLE"
+                _, done = sender.segment(m)
+                with m.If(done):
+                    m.next = "IDLE"
 
         # The response header: an ACK, a refused READ_RSP (no payload, the request's addr) or
         # READ_RSP packet ``index`` (``offset`` and ``index`` are 0 outside SERVE).
@@ -342,7 +310,7 @@ class RdmaTarget(wiring.Component):
             hdr.oefh.entropy.eq(r.msg ^ index),
             rsp.opcode.eq(Mux(acking, Opcode.ACK, Opcode.READ_RSP)),
             rsp.status.eq(Mux(acking, ack_status, status)),
-            rsp.first.eq(offset == 0), rsp.last.eq(~serving | last_packet),
+            rsp.first.eq(offset == 0), rsp.last.eq(~serving | sender.last),
             rsp.addr.eq(Mux(acking, 0, r.addr + offset)), rsp.offset.eq(offset),
             rsp.length.eq(Mux(acking, ack_length, Mux(serving, octets, 0))),
         ]

@@ -1,17 +1,19 @@
 """The memory windows of a NIC target (spec §11), as registers on the target's register bus
 (:mod:`.csr`) and as the check every remote access passes before it touches memory.
 
-Both targets of the NIC (L/S and RDMA) are built from these two functions; each has its own
-set of windows on its own register bus.
+Both targets of the NIC (L/S and RDMA) are built from these pieces; each has its own set of
+windows on its own register bus.
 """
 
-from amaranth.hdl import Signal, Cat
+from amaranth.hdl import Signal, Cat, C
 
 from ..config import check_int_range
-from ..wire import LS_TH
+from ..regbus import register_reads
+from ..wire import LS_TH, Status
 from . import csr
 
-__all__ = ["Windows", "window_registers", "check_windows", "LINE_OCTETS", "LINE_BITS"]
+__all__ = ["Windows", "window_registers", "target_registers", "count_refusal", "check_windows", "LINE_OCTETS",
+           "LINE_BITS"]
 
 #: Windows are counted in 64-octet cache lines (the L/S TH's ``line`` unit).
 LINE_OCTETS = 64
@@ -62,3 +64,25 @@ def window_registers(m, bus, count):
                 with m.Case(at + 3):
                     m.d.sync += perm.eq(bus.csr_wdata[:2])
     return windows
+
+
+def target_registers(m, target, counters):
+    """The register file of a NIC target (:mod:`.csr`): ``target`` is the component with the
+    register bus and ``windows``, ``beat_octets``, ``addr_width`` and ``COUNTERS``;
+    ``counters`` its :class:`~..stream.SaturatingCounter` s by name. Returns its
+    :class:`Windows`."""
+    windows = window_registers(m, target, target.windows)
+    beat_bits = (target.beat_octets - 1).bit_length()
+    params = Cat(C(target.windows, 5), C(beat_bits, 3), C(target.addr_width, 6))
+    registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
+    registers += [(csr.COUNTERS + k, counters[name].value)
+                  for k, name in enumerate(target.COUNTERS)]
+    register_reads(m, target, registers + windows.registers())
+    return windows
+
+
+def count_refusal(m, counters, status):
+    """Count a request refused with ``status`` in the targets' ``denied`` or
+    ``address_errors`` counter (a dict of :class:`~..stream.SaturatingCounter`)."""
+    counters["denied"].increment(m, status == Status.ACCESS_DENIED)
+    counters["address_errors"].increment(m, status == Status.ADDRESS_ERROR)
