@@ -62,6 +62,7 @@ async def bogus_responses(dut):
     want = {"unexpected": 0, "mismatched": 0}
     plan = {}                               # id -> (command, status the test expects)
     done = []
+    shorted = []                            # messages whose READ_RSP was cut short
 
     async def network():
         """The remote NIC: answer each request frame, spoiling some answers."""
@@ -73,6 +74,8 @@ async def bogus_responses(dut):
                 continue
             rng.shuffle(answers)
             spoil = rng.choice(["none", "none", "stranger", "wrong_op", "beyond", "short"])
+            if not shorted:
+                spoil = "short"         # the first READ with data always loses a packet
             if spoil == "stranger" and not cmd.read:
                 # No message of this msg is outstanding with that endpoint.
                 await send(replace(answers[0], src=REMOTE + 1), "unexpected")
@@ -90,6 +93,7 @@ async def bogus_responses(dut):
             elif spoil == "short" and cmd.read and answers[0].status == Status.OK \
                     and answers[0].length > 1:
                 # Its payload falls short: the message never completes.
+                shorted.append(frame.msg)
                 bad = answers.pop(0)
                 cut = replace(bad, payload=bad.payload[:rng.randrange(bad.length)])
                 await send(cut, "mismatched")
