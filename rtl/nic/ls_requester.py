@@ -11,7 +11,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
+from ..config import check_int_range, check_power_of_two
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
@@ -28,10 +28,7 @@ STAMP_BITS = 16
 
 
 def check_tags(value):
-    check_int_range("tags", value, 2, 1 << TAG_BITS)
-    if value & (value - 1):
-        raise ValueError(f"tags must be a power of two, not {value}")
-    return value
+    return check_power_of_two("tags", value, 2, 1 << TAG_BITS)
 
 
 def check_timeout(value):

@@ -12,7 +12,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
+from ..config import check_power_of_two
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..hierarchy import forward_member
@@ -30,10 +30,7 @@ RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
 
 
 def check_messages(value):
-    check_int_range("messages", value, 2, 1 << MSG_BITS)
-    if value & (value - 1):
-        raise ValueError(f"messages must be a power of two, not {value}")
-    return value
+    return check_power_of_two("messages", value, 2, 1 << MSG_BITS)
 
 
 def check_mtu(value):
