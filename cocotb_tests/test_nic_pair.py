@@ -2,9 +2,9 @@
 over ``ports`` lossless links (MAC + LLR + CBFC each, FEC on some), with multipath steering;
 cocotbext-axi's AXI RAM is each NIC's memory, the golden target model stands beside it.
 
-* ``traffic``: both GPUs issue random loads and stores of every size at the same time, inside
-  and outside the windows, with random idles, back-pressure on the completions and pauses on
-  every AXI channel, over lines with raw bit errors. Every request completes exactly once with
+* ``traffic``: both GPUs issue random loads and stores of every size at the same time (up to 32
+  outstanding each), inside and outside the windows, with random idles, back-pressure on the
+  completions and pauses on every AXI channel, over lines with raw bit errors. Every request completes exactly once with
   the model's status (no TIMEOUT: the links lose nothing), load data and both memories are
   compared octet for octet, the link layer must have replayed, and the frames each port sent
   must be exactly those the path-selection model sends there (spreading).
@@ -57,7 +57,12 @@ async def traffic(dut):
     count = min(params["tags"], 200)
     requests = {side.name: list(random_requests(rng, count, lines)) for side in pair.sides}
     sent_before = pair.frames_sent()
-    issued = [cocotb.start_soon(issue(side, requests[side.name])) for side in pair.sides]
+    # A request's timeout runs from its issue, so it also counts the time the request queues
+    # behind the others outstanding; the target serves one request at a time (about 50 cycles
+    # each on these lines), so 200 requests at once would queue past ``timeout_cycles`` (4000)
+    # with nothing lost. The window keeps the queue (32 × ~50 cycles) well inside it.
+    issued = [cocotb.start_soon(issue(side, requests[side.name], window=32))
+              for side in pair.sides]
     expected = {side.name: await task for side, task in zip(pair.sides, issued)}
     await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
                     [(side.cpls, count) for side in pair.sides],

@@ -22,7 +22,8 @@ from amaranth.hdl import Signal, Cat, Mux, unsigned
 from amaranth.lib import data, stream
 
 __all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "check_beat_octets",
-           "keep_count", "count_to_keep", "SaturatingCounter", "COUNTER_WIDTH"]
+           "keep_count", "count_to_keep", "SaturatingCounter", "drive_counters",
+           "COUNTER_WIDTH"]
 
 #: Beat widths the packet datapath is built and verified for.
 SUPPORTED_BEAT_OCTETS = (8, 16, 32, 64)
@@ -84,3 +85,12 @@ class SaturatingCounter:
         m.d.comb += total.eq(self.value + amount)
         with m.If(condition):
             m.d.sync += self.value.eq(Mux(total > top, top, total))
+
+
+def drive_counters(m, component, names):
+    """A :class:`SaturatingCounter` per name of ``names``, each driving ``component``'s
+    ``count_{name}`` output in module ``m``; returns them by name."""
+    counters = {name: SaturatingCounter(f"count_{name}") for name in names}
+    for name, counter in counters.items():
+        m.d.comb += getattr(component, f"count_{name}").eq(counter.value)
+    return counters

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..queue import DualPushQueue
 from ..stream import (PacketLayout, PacketStream, check_beat_octets, keep_count,
-                      count_to_keep, SaturatingCounter, COUNTER_WIDTH)
+                      count_to_keep, drive_counters, COUNTER_WIDTH)
 from ..wire import (OEFH, LS_TH, RDMA_TH, HEADER_OCTETS, HeaderLayout, Opcode, LsSize,
                     OEFH_VERSION, lanes_to_value)
 
@@ -104,9 +104,7 @@ class OefhParser(wiring.Component):
             header_q.r_en.eq(self.header.ready),
         ]
 
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         beat = self.i.payload
         data = beat.data

@@ -9,7 +9,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
 from amaranth.lib.wiring import In, Out
 
-from ..stream import COUNTER_WIDTH, SaturatingCounter, keep_count
+from ..stream import COUNTER_WIDTH, drive_counters, keep_count
 from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
 from .crc import OctetCrc
 from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout
@@ -137,10 +137,7 @@ class MacTx(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        counters = {name: SaturatingCounter(f"count_{name}") for name in (
-            "frames", "octets", "aborts", "underruns", "lcws")}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, ("frames", "octets", "aborts", "underruns", "lcws"))
 
         fcs = OctetCrc(CRC32_ETHERNET, 8)
         crc8 = OctetCrc(CRC8_SMBUS, 6)

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 from ..config import check_int_range, check_power_of_two
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
+from ..stream import (PacketStream, check_beat_octets, keep_count, drive_counters,
                       COUNTER_WIDTH)
 from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION, LS_TH
 from .ls_responder import LINE_OCTETS, MAX_LS_OCTETS, LINE_BITS
@@ -133,9 +133,7 @@ class LsRequester(wiring.Component):
         m = Module()
         W = self.beat_octets
         tag_bits = (self.tags - 1).bit_length()
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)

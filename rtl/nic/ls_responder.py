@@ -6,14 +6,14 @@ ACCESS_DENIED touches no memory, malformed frames are dropped and counted, never
 """
 
 from amaranth.hdl import Module, Signal, Cat, C, Const, Mux
-from amaranth.lib import stream, wiring
+from amaranth.lib import enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..regbus import register_bus_members
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..stream import (PacketStream, check_beat_octets, keep_count, SaturatingCounter,
+from ..stream import (PacketStream, check_beat_octets, keep_count, drive_counters,
                       COUNTER_WIDTH)
 from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
@@ -24,6 +24,14 @@ __all__ = ["LsResponder", "LsTarget", "check_windows"]
 
 #: The largest L/S access (spec §4.2: size 2 = 256 octets).
 MAX_LS_OCTETS = LsSize.B256.octets
+
+
+class _Job(enum.Enum, shape=2):
+    """What :class:`LsResponder`'s execution does with a request its intake has finished."""
+    LOAD = 0        # AXI read, LOAD_RSP with the data
+    STORE = 1       # AXI write of the buffered data, STORE_RSP
+    RESPOND = 2     # refused: a response with the status only
+    DISCARD = 3     # malformed or unexpected: drop what it left in the store buffer
 
 
 class LsResponder(wiring.Component):
@@ -49,7 +57,11 @@ class LsResponder(wiring.Component):
        answered ADDRESS_ERROR; a load beat whose read response is not OKAY is counted in
        ``count_axi_errors`` (its data is already on its way).
 
-    Requests are handled one at a time, in order.
+    Two requests are in flight, in order: while one runs against memory and is answered
+    (*execution*), the next is taken, checked and its payload received (*intake*); intake
+    hands it over the cycle execution is free (in the cycle of its last payload beat when
+    execution is idle). The store buffer holds two stores' data, so the next store streams in
+    while one is written.
 
     Members
     -------
@@ -63,11 +75,13 @@ class LsResponder(wiring.Component):
     count_* : Out(32)
         Saturating counters, names in :attr:`COUNTERS`.
 
-    Latency (cycles, counted from the ``header`` transfer, memory answering at once): AR valid
-    3 cycles later for a load; for a store, AW valid 2 cycles after the payload's last beat.
-    A refused request's response header is offered 3 cycles after its payload's last beat.
+    Latency (cycles, counted from the ``header`` transfer, memory answering at once, execution
+    idle): AR valid 3 cycles later for a load; for a store, AW valid 2 cycles after the
+    payload's last beat. A refused request's response header is offered 3 cycles after its
+    payload's last beat. A request that finds execution busy is handed over the cycle it frees.
 
-    Throughput: one request at a time; the data phase runs at one beat per cycle.
+    Throughput: the data phases run at one beat per cycle; one AXI burst at a time, so a
+    request's memory access waits for the previous one's last data beat (or write response).
     """
     COUNTERS = ("loads", "stores", "denied", "address_errors", "malformed", "unexpected",
                 "axi_errors")
@@ -92,19 +106,16 @@ class LsResponder(wiring.Component):
         beat_bits = (W - 1).bit_length()
         line_beats = LINE_OCTETS // W if W < LINE_OCTETS else 1
 
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         # --- windows and the register bus ----------------------------------------------------
         windows = target_registers(m, self, counters)
 
-        # --- the request being served ---------------------------------------------------------
+        # --- intake: the request being received and checked -----------------------------------
         req = Signal(HeaderLayout())
         ls = req.th.ls
-        opcode = ls.opcode
-        is_load = opcode == Opcode.LOAD_REQ
-        is_store = opcode == Opcode.STORE_REQ
+        is_load = ls.opcode == Opcode.LOAD_REQ
+        is_store = ls.opcode == Opcode.STORE_REQ
         lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
         m.d.comb += lines.eq(Const(1, 3) << ls.size)
         end_line = Signal(LINE_BITS + 1)
@@ -116,33 +127,43 @@ class LsResponder(wiring.Component):
         beyond = end_line > addr_lines
         granted = Signal()
         m.d.comb += granted.eq(windows.granted(ls.line, end_line, need))
-        status = Signal(Status)      # decided in CHECK, used from then on
+        status = Signal(Status)      # decided in CHECK
         expected_octets = Signal(range(MAX_LS_OCTETS + 1))
         m.d.comb += expected_octets.eq(Mux(is_store, lines * LINE_OCTETS, 0))
         octets = Signal(range(MAX_LS_OCTETS + W + 1))   # payload octets seen (saturating)
-        beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
+        max_beats = MAX_LS_OCTETS // W if W < MAX_LS_OCTETS else 1
+        pushed = Signal(range(max_beats + 1))           # beats put in the store buffer
+
+        # --- execution: the request running against memory (``job``), handed over by intake --
+        job = Signal(HeaderLayout())
+        job_ls = job.th.ls
+        job_load = job_ls.opcode == Opcode.LOAD_REQ
+        job_status = Signal(Status)
+        job_lines = Signal.like(lines)
+        m.d.comb += job_lines.eq(Const(1, 3) << job_ls.size)
+        beats_left = Signal(range(max_beats + 1))
 
         rsp = Signal(HeaderLayout())
         m.d.comb += [
             rsp.oefh.ver.eq(OEFH_VERSION),
             rsp.oefh.vc.eq(VirtualChannel.LS_RSP),
-            rsp.oefh.dst.eq(req.oefh.src),
-            rsp.oefh.src.eq(req.oefh.dst),
-            rsp.oefh.entropy.eq(req.oefh.entropy),
-            rsp.th.ls.opcode.eq(Mux(is_load, Opcode.LOAD_RSP, Opcode.STORE_RSP)),
-            rsp.th.ls.size.eq(ls.size),
-            rsp.th.ls.status.eq(status),
-            rsp.th.ls.tag.eq(ls.tag),
-            rsp.th.ls.line.eq(ls.line),
+            rsp.oefh.dst.eq(job.oefh.src),
+            rsp.oefh.src.eq(job.oefh.dst),
+            rsp.oefh.entropy.eq(job.oefh.entropy),
+            rsp.th.ls.opcode.eq(Mux(job_load, Opcode.LOAD_RSP, Opcode.STORE_RSP)),
+            rsp.th.ls.size.eq(job_ls.size),
+            rsp.th.ls.status.eq(job_status),
+            rsp.th.ls.tag.eq(job_ls.tag),
+            rsp.th.ls.line.eq(job_ls.line),
         ]
         m.d.comb += self.rsp_header.payload.eq(rsp)
 
-        # Store data waits here until its length is known to be right.
-        m.submodules.store_q = store_q = SyncFIFOBuffered(width=8 * W,
-                                                          depth=max(2, MAX_LS_OCTETS // W))
+        # Store data waits here until its length is known to be right; it holds the data of the
+        # store being written and of the next one.
+        m.submodules.store_q = store_q = SyncFIFOBuffered(width=8 * W, depth=max(2, 2 * max_beats))
 
-        byte_addr = Cat(C(0, 6), ls.line)[:self.addr_width]
-        burst = {"len": (lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
+        byte_addr = Cat(C(0, 6), job_ls.line)[:self.addr_width]
+        burst = {"len": (job_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
                  "burst": C(BURST_INCR, 2)}
         m.d.comb += [
             self.m_axi_awaddr.eq(byte_addr), self.m_axi_araddr.eq(byte_addr),
@@ -155,16 +176,21 @@ class LsResponder(wiring.Component):
             self.m_axi_wlast.eq(beats_left == 1),
         ]
 
-        hdr_sent = Signal()
-        beat_sent = Signal()
-        first = Signal()
-        take_i = self.i.valid & self.i.ready
+        # What execution does with a request intake has finished with (``_Job``).
+        kind = Signal(_Job)
+        hand_kind = Signal(_Job)
+        hand_beats = Signal.like(pushed)
+        hand = Signal()             # intake hands a request over (execution is idle)
+        exec_idle = Signal()
+        with m.If(hand):
+            m.d.sync += [job.eq(req), job_status.eq(status), beats_left.eq(hand_beats)]
 
-        with m.FSM():
+        take_i = self.i.valid & self.i.ready
+        with m.FSM(name="intake"):
             with m.State("IDLE"):
                 m.d.comb += self.header.ready.eq(1)
                 with m.If(self.header.valid):
-                    m.d.sync += [req.eq(self.header.payload), octets.eq(0)]
+                    m.d.sync += [req.eq(self.header.payload), octets.eq(0), pushed.eq(0)]
                     m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If(misaligned | beyond):
@@ -188,31 +214,64 @@ class LsResponder(wiring.Component):
                 with m.If(take_i):
                     with m.If(octets <= MAX_LS_OCTETS):
                         m.d.sync += octets.eq(octets + count)
+                    m.d.sync += pushed.eq(pushed + push)
                     with m.If(self.i.payload.last):
                         total = octets + count
-                        m.d.sync += [beats_left.eq(lines * line_beats), hdr_sent.eq(0),
-                                     beat_sent.eq(0), first.eq(1)]
+                        m.d.comb += hand_beats.eq(pushed + push)
                         with m.If(~is_load & ~is_store):
                             counters["unexpected"].increment(m, 1)
-                            m.next = "FLUSH"
+                            m.d.comb += hand_kind.eq(_Job.DISCARD)
                         with m.Elif(total != expected_octets):
                             counters["malformed"].increment(m, 1)
-                            m.next = "FLUSH"
+                            m.d.comb += hand_kind.eq(_Job.DISCARD)
                         with m.Elif(status != Status.OK):
                             count_refusal(m, counters, status)
-                            m.next = "RESPOND"
+                            m.d.comb += hand_kind.eq(_Job.RESPOND)
                         with m.Elif(is_load):
                             counters["loads"].increment(m, 1)
-                            m.next = "AR"
+                            m.d.comb += hand_kind.eq(_Job.LOAD)
                         with m.Else():
                             counters["stores"].increment(m, 1)
-                            m.next = "AW"
-            with m.State("FLUSH"):
-                # Drop what a malformed store left in the buffer.
-                # (``level``, not ``r_rdy``: a beat written last cycle is not readable yet.)
-                m.d.comb += store_q.r_en.eq(1)
-                with m.If(store_q.level == 0):
+                            m.d.comb += hand_kind.eq(_Job.STORE)
+                        m.d.sync += kind.eq(hand_kind)
+                        m.d.comb += hand.eq(exec_idle)
+                        with m.If(exec_idle):
+                            m.next = "IDLE"
+                        with m.Else():
+                            m.next = "HAND"
+            with m.State("HAND"):
+                # Execution is still busy with the request before: wait for it.
+                m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), hand.eq(exec_idle)]
+                with m.If(exec_idle):
                     m.next = "IDLE"
+
+        hdr_sent = Signal()
+        beat_sent = Signal()
+        first = Signal()
+        with m.If(hand):
+            m.d.sync += [hdr_sent.eq(0), beat_sent.eq(0), first.eq(1)]
+
+        with m.FSM(name="execute"):
+            with m.State("IDLE"):
+                m.d.comb += exec_idle.eq(1)
+                with m.If(hand):
+                    with m.Switch(hand_kind):
+                        with m.Case(_Job.LOAD):
+                            m.next = "AR"
+                        with m.Case(_Job.STORE):
+                            m.next = "AW"
+                        with m.Case(_Job.RESPOND):
+                            m.next = "RESPOND"
+                        with m.Case(_Job.DISCARD):
+                            m.next = "DISCARD"
+            with m.State("DISCARD"):
+                # Drop what a malformed store left in the buffer.
+                with m.If(beats_left == 0):
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += store_q.r_en.eq(1)
+                    with m.If(store_q.r_rdy):
+                        m.d.sync += beats_left.eq(beats_left - 1)
             with m.State("AR"):
                 m.d.comb += self.m_axi_arvalid.eq(1)
                 with m.If(self.m_axi_arready):
@@ -250,7 +309,7 @@ class LsResponder(wiring.Component):
                 m.d.comb += self.m_axi_bready.eq(1)
                 with m.If(self.m_axi_bvalid):
                     with m.If(self.m_axi_bresp != RESP_OKAY):
-                        m.d.sync += status.eq(Status.ADDRESS_ERROR)
+                        m.d.sync += job_status.eq(Status.ADDRESS_ERROR)
                     counters["axi_errors"].increment(m, self.m_axi_bresp != RESP_OKAY)
                     m.next = "RESPOND"
             with m.State("RESPOND"):

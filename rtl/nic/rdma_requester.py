@@ -16,7 +16,7 @@ from ..config import check_power_of_two
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..hierarchy import forward_member
-from ..stream import PacketStream, check_beat_octets, SaturatingCounter, COUNTER_WIDTH
+from ..stream import PacketStream, check_beat_octets, drive_counters, COUNTER_WIDTH
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION, RDMA_TH
 from .axi import axi4_read_members, axi4_write_members, check_addr_width
 from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
@@ -142,9 +142,7 @@ class RdmaRequester(wiring.Component):
         W = self.beat_octets
         beat_bits = (W - 1).bit_length()
         id_bits = (self.messages - 1).bit_length()
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         m.submodules.reader = reader = AxiReader(W, self.addr_width)
         m.submodules.writer = writer = AxiWriter(W, self.addr_width)

@@ -17,7 +17,7 @@ from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..hierarchy import forward_member
 from ..regbus import register_bus_members
-from ..stream import PacketStream, check_beat_octets, keep_count, SaturatingCounter, COUNTER_WIDTH
+from ..stream import PacketStream, check_beat_octets, keep_count, drive_counters, COUNTER_WIDTH
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import axi4_manager_members, axi4_read_members, axi4_write_members, check_addr_width
@@ -110,9 +110,7 @@ class RdmaTarget(wiring.Component):
         m = Module()
         W = self.beat_octets
         beat_bits = (W - 1).bit_length()
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         m.submodules.parser = parser = OefhParser(W)
         m.submodules.deparser = deparser = OefhDeparser(W)

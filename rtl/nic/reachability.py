@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..config import check_int_range
 from ..link.layouts import LcwLayout
-from ..stream import SaturatingCounter, COUNTER_WIDTH
+from ..stream import drive_counters, COUNTER_WIDTH
 from ..wire import LcwType, SEN_PAYLOAD
 from .path_select import PathSelect, MAX_PORTS, DST_WIDTH, ENTROPY_WIDTH
 
@@ -89,9 +89,7 @@ class Reachability(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        counters = {name: SaturatingCounter(f"count_{name}") for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, f"count_{name}").eq(counter.value)
+        counters = drive_counters(m, self, self.COUNTERS)
 
         # Initialisation sweep after reset: every entry of every port becomes 1.
         sweep = Signal(range(ENDPOINT_IDS))
