@@ -60,7 +60,8 @@ async def random_requests(dut):
         size = rng.choice([LsSize.B64, LsSize.B128, LsSize.B256])
         lines = LsSize(size).octets // LINE_OCTETS
         line = rng.randrange(memory_lines // lines) * lines
-        dst = LOST if rng.random() < 0.05 else REMOTE
+        # The first request is always lost, so every seed covers the TIMEOUT path.
+        dst = LOST if n == 0 or rng.random() < 0.05 else REMOTE
         tag = n if n < count else tags + n      # the last four: beyond the table
         payload = rng.randbytes(LsSize(size).octets) if store else b""
         if tag >= tags:

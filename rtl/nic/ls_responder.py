@@ -34,6 +34,16 @@ class _Job(enum.Enum, shape=2):
     DISCARD = 3     # malformed or unexpected: drop what it left in the store buffer
 
 
+class _Phase(enum.Enum, shape=3):
+    """What :class:`LsResponder`'s data stage is doing."""
+    IDLE = 0
+    R = 1           # read data into the response
+    W = 2           # the store buffer onto W
+    B = 3           # waiting for the write response
+    RESPOND = 4     # a response without payload
+    DISCARD = 5     # dropping a malformed store's buffered beats
+
+
 class LsResponder(wiring.Component):
     """Execute parsed L/S requests against memory and build their responses.
 
@@ -57,11 +67,15 @@ class LsResponder(wiring.Component):
        answered ADDRESS_ERROR; a load beat whose read response is not OKAY is counted in
        ``count_axi_errors`` (its data is already on its way).
 
-    Two requests are in flight, in order: while one runs against memory and is answered
-    (*execution*), the next is taken, checked and its payload received (*intake*); intake
-    hands it over the cycle execution is free (in the cycle of its last payload beat when
-    execution is idle). The store buffer holds two stores' data, so the next store streams in
-    while one is written.
+    Three requests are in flight, in order, in three stages: *intake* takes a request, checks
+    it and receives its payload; the *address* stage issues its AR or AW; the *data* stage
+    moves its data (R into the response, the store buffer onto W, then B) and answers it.
+    Intake hands a request on in the cycle the address stage frees (the cycle of its last
+    payload beat when the stage is empty), and the address stage passes it on once its
+    AR/AW is taken and the data stage frees. A load's AR goes out while the load before
+    streams its data and a store's AW while the store before is written, but a load never
+    overtakes a store or the reverse: AXI does not order reads against writes. The store
+    buffer holds two stores' data, so the next store streams in while one is written.
 
     Members
     -------
@@ -75,13 +89,13 @@ class LsResponder(wiring.Component):
     count_* : Out(32)
         Saturating counters, names in :attr:`COUNTERS`.
 
-    Latency (cycles, counted from the ``header`` transfer, memory answering at once, execution
-    idle): AR valid 3 cycles later for a load; for a store, AW valid 2 cycles after the
-    payload's last beat. A refused request's response header is offered 3 cycles after its
-    payload's last beat. A request that finds execution busy is handed over the cycle it frees.
+    Latency (cycles, counted from the ``header`` transfer, memory answering at once, the
+    target idle): AR valid 3 cycles later for a load; for a store, AW valid 2 cycles after
+    the payload's last beat. A refused request's response header is offered one cycle later
+    than its AR/AW would have been (it reaches the data stage at once).
 
-    Throughput: the data phases run at one beat per cycle; one AXI burst at a time, so a
-    request's memory access waits for the previous one's last data beat (or write response).
+    Throughput: the data phases run at one beat per cycle; back-to-back loads (or stores)
+    keep R (or W) busy with no gap between bursts when the memory answers in time.
     """
     COUNTERS = ("loads", "stores", "denied", "address_errors", "malformed", "unexpected",
                 "axi_errors")
@@ -134,27 +148,42 @@ class LsResponder(wiring.Component):
         max_beats = MAX_LS_OCTETS // W if W < MAX_LS_OCTETS else 1
         pushed = Signal(range(max_beats + 1))           # beats put in the store buffer
 
-        # --- execution: the request running against memory (``job``), handed over by intake --
-        job = Signal(HeaderLayout())
-        job_ls = job.th.ls
-        job_load = job_ls.opcode == Opcode.LOAD_REQ
-        job_status = Signal(Status)
-        job_lines = Signal.like(lines)
-        m.d.comb += job_lines.eq(Const(1, 3) << job_ls.size)
+        # --- execution, in two stages --------------------------------------------------------
+        # Address (``a_*``): a request handed over by intake; issues its AR or AW as soon as no
+        # access of the other kind is in flight, then passes it on. Data (``d_*``): moves the
+        # request's data (R into the response, the buffer onto W, B) and answers it. A load's
+        # AR may thus go out while the load before streams its data, a store's AW while the
+        # store before is written; a load never passes a store or the reverse (AXI does not
+        # order reads against writes).
+        a_job = Signal(HeaderLayout())
+        a_ls = a_job.th.ls
+        a_status = Signal(Status)
+        a_kind = Signal(_Job)
+        a_beats = Signal.like(pushed)
+        a_valid = Signal()
+        a_issued = Signal()         # its AR/AW has been taken
+        a_lines = Signal.like(lines)
+        m.d.comb += a_lines.eq(Const(1, 3) << a_ls.size)
+
+        d_job = Signal(HeaderLayout())
+        d_ls = d_job.th.ls
+        d_status = Signal(Status)
+        d_phase = Signal(_Phase)
         beats_left = Signal(range(max_beats + 1))
 
         rsp = Signal(HeaderLayout())
         m.d.comb += [
             rsp.oefh.ver.eq(OEFH_VERSION),
             rsp.oefh.vc.eq(VirtualChannel.LS_RSP),
-            rsp.oefh.dst.eq(job.oefh.src),
-            rsp.oefh.src.eq(job.oefh.dst),
-            rsp.oefh.entropy.eq(job.oefh.entropy),
-            rsp.th.ls.opcode.eq(Mux(job_load, Opcode.LOAD_RSP, Opcode.STORE_RSP)),
-            rsp.th.ls.size.eq(job_ls.size),
-            rsp.th.ls.status.eq(job_status),
-            rsp.th.ls.tag.eq(job_ls.tag),
-            rsp.th.ls.line.eq(job_ls.line),
+            rsp.oefh.dst.eq(d_job.oefh.src),
+            rsp.oefh.src.eq(d_job.oefh.dst),
+            rsp.oefh.entropy.eq(d_job.oefh.entropy),
+            rsp.th.ls.opcode.eq(Mux(d_ls.opcode == Opcode.LOAD_REQ, Opcode.LOAD_RSP,
+                                    Opcode.STORE_RSP)),
+            rsp.th.ls.size.eq(d_ls.size),
+            rsp.th.ls.status.eq(d_status),
+            rsp.th.ls.tag.eq(d_ls.tag),
+            rsp.th.ls.line.eq(d_ls.line),
         ]
         m.d.comb += self.rsp_header.payload.eq(rsp)
 
@@ -162,8 +191,8 @@ class LsResponder(wiring.Component):
         # store being written and of the next one.
         m.submodules.store_q = store_q = SyncFIFOBuffered(width=8 * W, depth=max(2, 2 * max_beats))
 
-        byte_addr = Cat(C(0, 6), job_ls.line)[:self.addr_width]
-        burst = {"len": (job_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
+        byte_addr = Cat(C(0, 6), a_ls.line)[:self.addr_width]
+        burst = {"len": (a_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
                  "burst": C(BURST_INCR, 2)}
         m.d.comb += [
             self.m_axi_awaddr.eq(byte_addr), self.m_axi_araddr.eq(byte_addr),
@@ -180,10 +209,8 @@ class LsResponder(wiring.Component):
         kind = Signal(_Job)
         hand_kind = Signal(_Job)
         hand_beats = Signal.like(pushed)
-        hand = Signal()             # intake hands a request over (execution is idle)
+        hand = Signal()             # intake hands a request over (the address stage frees)
         exec_idle = Signal()
-        with m.If(hand):
-            m.d.sync += [job.eq(req), job_status.eq(status), beats_left.eq(hand_beats)]
 
         take_i = self.i.valid & self.i.ready
         with m.FSM(name="intake"):
@@ -245,38 +272,42 @@ class LsResponder(wiring.Component):
                 with m.If(exec_idle):
                     m.next = "IDLE"
 
+        # --- address stage ---------------------------------------------------------------------
+        # The memory access the data stage has in flight: reads while it streams R, writes
+        # while it sends W or waits for B.
+        d_reading = d_phase == _Phase.R
+        d_writing = (d_phase == _Phase.W) | (d_phase == _Phase.B)
+        a_load = a_kind == _Job.LOAD
+        a_store = a_kind == _Job.STORE
+        m.d.comb += [
+            self.m_axi_arvalid.eq(a_valid & ~a_issued & a_load & ~d_writing),
+            self.m_axi_awvalid.eq(a_valid & ~a_issued & a_store & ~d_reading),
+        ]
+        addressed = (a_issued | ~(a_load | a_store)
+                     | (self.m_axi_arvalid & self.m_axi_arready)
+                     | (self.m_axi_awvalid & self.m_axi_awready))
+        with m.If((self.m_axi_arvalid & self.m_axi_arready)
+                  | (self.m_axi_awvalid & self.m_axi_awready)):
+            m.d.sync += a_issued.eq(1)
+
+        # --- data stage ------------------------------------------------------------------------
         hdr_sent = Signal()
         beat_sent = Signal()
         first = Signal()
-        with m.If(hand):
-            m.d.sync += [hdr_sent.eq(0), beat_sent.eq(0), first.eq(1)]
-
-        with m.FSM(name="execute"):
-            with m.State("IDLE"):
-                m.d.comb += exec_idle.eq(1)
-                with m.If(hand):
-                    with m.Switch(hand_kind):
-                        with m.Case(_Job.LOAD):
-                            m.next = "AR"
-                        with m.Case(_Job.STORE):
-                            m.next = "AW"
-                        with m.Case(_Job.RESPOND):
-                            m.next = "RESPOND"
-                        with m.Case(_Job.DISCARD):
-                            m.next = "DISCARD"
-            with m.State("DISCARD"):
+        d_done = Signal()           # the data stage's request ends this cycle
+        d_free = (d_phase == _Phase.IDLE) | d_done
+        pass_on = a_valid & addressed & d_free
+        m.d.comb += exec_idle.eq(~a_valid | pass_on)
+        with m.Switch(d_phase):
+            with m.Case(_Phase.DISCARD):
                 # Drop what a malformed store left in the buffer.
                 with m.If(beats_left == 0):
-                    m.next = "IDLE"
+                    m.d.comb += d_done.eq(1)
                 with m.Else():
                     m.d.comb += store_q.r_en.eq(1)
                     with m.If(store_q.r_rdy):
                         m.d.sync += beats_left.eq(beats_left - 1)
-            with m.State("AR"):
-                m.d.comb += self.m_axi_arvalid.eq(1)
-                with m.If(self.m_axi_arready):
-                    m.next = "R"
-            with m.State("R"):
+            with m.Case(_Phase.R):
                 # Read data goes straight to the response; its header leaves with beat 0.
                 m.d.comb += [
                     self.o.valid.eq(self.m_axi_rvalid),
@@ -292,27 +323,22 @@ class LsResponder(wiring.Component):
                 with m.If(self.m_axi_rvalid & self.m_axi_rready):
                     m.d.sync += first.eq(0)
                     counters["axi_errors"].increment(m, self.m_axi_rresp != RESP_OKAY)
-                    with m.If(self.m_axi_rlast):
-                        m.next = "IDLE"
-            with m.State("AW"):
-                m.d.comb += self.m_axi_awvalid.eq(1)
-                with m.If(self.m_axi_awready):
-                    m.next = "W"
-            with m.State("W"):
+                    m.d.comb += d_done.eq(self.m_axi_rlast)
+            with m.Case(_Phase.W):
                 m.d.comb += [self.m_axi_wvalid.eq(store_q.r_rdy),
                              store_q.r_en.eq(self.m_axi_wready)]
                 with m.If(self.m_axi_wvalid & self.m_axi_wready):
                     m.d.sync += beats_left.eq(beats_left - 1)
                     with m.If(beats_left == 1):
-                        m.next = "B"
-            with m.State("B"):
+                        m.d.sync += d_phase.eq(_Phase.B)
+            with m.Case(_Phase.B):
                 m.d.comb += self.m_axi_bready.eq(1)
                 with m.If(self.m_axi_bvalid):
                     with m.If(self.m_axi_bresp != RESP_OKAY):
-                        m.d.sync += job_status.eq(Status.ADDRESS_ERROR)
+                        m.d.sync += d_status.eq(Status.ADDRESS_ERROR)
                     counters["axi_errors"].increment(m, self.m_axi_bresp != RESP_OKAY)
-                    m.next = "RESPOND"
-            with m.State("RESPOND"):
+                    m.d.sync += d_phase.eq(_Phase.RESPOND)
+            with m.Case(_Phase.RESPOND):
                 # A response without payload: the header and one empty beat.
                 m.d.comb += [
                     self.rsp_header.valid.eq(~hdr_sent),
@@ -323,8 +349,27 @@ class LsResponder(wiring.Component):
                 hdr_done = hdr_sent | self.rsp_header.ready
                 beat_done = beat_sent | self.o.ready
                 m.d.sync += [hdr_sent.eq(hdr_done), beat_sent.eq(beat_done)]
-                with m.If(hdr_done & beat_done):
-                    m.next = "IDLE"
+                m.d.comb += d_done.eq(hdr_done & beat_done)
+        # Taking the next request comes last: it overrides the flags the phases set.
+        with m.If(d_done):
+            m.d.sync += d_phase.eq(_Phase.IDLE)
+        with m.If(pass_on):
+            m.d.sync += [d_job.eq(a_job), d_status.eq(a_status), beats_left.eq(a_beats),
+                         hdr_sent.eq(0), beat_sent.eq(0), first.eq(1), a_valid.eq(0),
+                         a_issued.eq(0)]
+            with m.Switch(a_kind):
+                with m.Case(_Job.LOAD):
+                    m.d.sync += d_phase.eq(_Phase.R)
+                with m.Case(_Job.STORE):
+                    m.d.sync += d_phase.eq(_Phase.W)
+                with m.Case(_Job.RESPOND):
+                    m.d.sync += d_phase.eq(_Phase.RESPOND)
+                with m.Case(_Job.DISCARD):
+                    m.d.sync += d_phase.eq(_Phase.DISCARD)
+        with m.If(hand):
+            m.d.sync += [a_job.eq(req), a_status.eq(status), a_kind.eq(hand_kind),
+                         a_beats.eq(hand_beats), a_valid.eq(1)]
+
         return m
 
 
