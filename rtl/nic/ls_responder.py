@@ -267,7 +267,7 @@ class LsResponder(wiring.Component):
                         with m.Else():
                             m.next = "HAND"
             with m.State("HAND"):
-                # Execution is still busy with the request before: wait for it.
+                # The address stage still holds the request before: wait for it to pass on.
                 m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), hand.eq(exec_idle)]
                 with m.If(exec_idle):
                     m.next = "IDLE"
