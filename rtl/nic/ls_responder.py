@@ -210,7 +210,7 @@ class LsResponder(wiring.Component):
         hand_kind = Signal(_Job)
         hand_beats = Signal.like(pushed)
         hand = Signal()             # intake hands a request over (the address stage frees)
-        exec_idle = Signal()
+        a_free = Signal()            # the address stage is empty or passes its request on
 
         take_i = self.i.valid & self.i.ready
         with m.FSM(name="intake"):
@@ -229,8 +229,8 @@ class LsResponder(wiring.Component):
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
                 # The request's payload: kept for an accepted store, else only counted.
-                # Octets past the expected length are only counted (the buffer holds exactly
-                # one access), so a too-long store cannot stall on a full buffer.
+                # Octets past the expected length are only counted (a request buffers at most
+                # its own access), so a too-long store cannot stall on a full buffer.
                 push = is_store & (status == Status.OK) & (octets < expected_octets)
                 m.d.comb += [
                     self.i.ready.eq(~push | store_q.w_rdy),
@@ -261,15 +261,15 @@ class LsResponder(wiring.Component):
                             counters["stores"].increment(m, 1)
                             m.d.comb += hand_kind.eq(_Job.STORE)
                         m.d.sync += kind.eq(hand_kind)
-                        m.d.comb += hand.eq(exec_idle)
-                        with m.If(exec_idle):
+                        m.d.comb += hand.eq(a_free)
+                        with m.If(a_free):
                             m.next = "IDLE"
                         with m.Else():
                             m.next = "HAND"
             with m.State("HAND"):
                 # The address stage still holds the request before: wait for it to pass on.
-                m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), hand.eq(exec_idle)]
-                with m.If(exec_idle):
+                m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), hand.eq(a_free)]
+                with m.If(a_free):
                     m.next = "IDLE"
 
         # --- address stage ---------------------------------------------------------------------
@@ -297,7 +297,7 @@ class LsResponder(wiring.Component):
         d_done = Signal()           # the data stage's request ends this cycle
         d_free = (d_phase == _Phase.IDLE) | d_done
         pass_on = a_valid & addressed & d_free
-        m.d.comb += exec_idle.eq(~a_valid | pass_on)
+        m.d.comb += a_free.eq(~a_valid | pass_on)
         with m.Switch(d_phase):
             with m.Case(_Phase.DISCARD):
                 # Drop what a malformed store left in the buffer.
