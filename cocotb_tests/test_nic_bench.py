@@ -58,4 +58,10 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
         assert sorted(by_size) == [64, 256, 1024, 4096, 16384], by_size
         assert all(0 < value <= width for value in by_size.values()), (op, by_size)
         assert by_size[64] < by_size[256] < by_size[1024], (op, by_size)
-    assert "LOAD_REQ" in out and "RDMA goodput" in out
+    # Link loss: the port went down (FLUSH) after the cut, no frame entered it after that, and
+    # its queued frames were re-steered.
+    failover = result["failover"]
+    assert 0 < result["failover_cycles"] <= failover["link_down_cycles"]
+    assert failover["frames_resteered"] > 0 and failover["frames_lost"] > 0
+    assert failover["resteered_by_cycles"] >= failover["link_down_cycles"]
+    assert "LOAD_REQ" in out and "RDMA goodput" in out and "link loss" in out

@@ -16,6 +16,10 @@ cocotbext-axi's AXI RAM is each NIC's memory, the golden target model stands bes
   READ_REQ/ACK left on the port the path model picks for it.
 * ``failover``: SENs received on a port steer every later frame away from it; with no port
   left, requests are dropped at the NIC and complete with TIMEOUT; stale SENs are ignored.
+* ``link_loss``: A's line to B on port 0 is cut under load: the frames lost in the port's LLR
+  complete TIMEOUT and were never executed, the frames still queued for the port when its link
+  goes down are steered to the other port and complete as the golden model says (in order:
+  few lines, loads and stores mixed), and no frame enters the port from the cycle it is down.
 * ``latency``: a 64 B load alone, its cycles from request to XGMII and from XGMII to the AXI
   read (:attr:`Nic.TX_LATENCY`, :attr:`Nic.RX_LATENCY`).
 """
@@ -34,8 +38,8 @@ from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
 from ethlink.sim.models.nic import Window
 from ethlink.sim.models.path import ls_entropy, select_port
 from ethlink.sim.nic_tb import (NicPairSides, PAIR_PARAMS, RdmaAreas, collect_completions,
-                                completion, issue, lcw_tdata, nic_params, probe_latency,
-                                random_requests, run_rdma)
+                                completion, cut_port, issue, lcw_tdata, nic_params,
+                                probe_latency, random_requests, run_rdma)
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import wait_idle
 
@@ -205,6 +209,7 @@ async def failover(dut):
     # Port 0 is announced dead: every request then leaves on the other ports.
     await sen(0, False, 1)
     assert a.value("count_sen_down") == 1
+    assert a.value("count_purges") == 1, "the SEN did not purge the port's queues"
     before = pair.frames_sent()["a"][0]
     statuses = await run(40)
     after = pair.frames_sent()["a"][0]
@@ -218,6 +223,7 @@ async def failover(dut):
     statuses = await run(5)
     assert statuses == [CompletionStatus.TIMEOUT] * 5
     assert a.value("count_unroutable") == 5
+    assert a.value("count_purges") == ports
     assert a.value("count_timeouts") == 5
 
     # Port 0 comes back; a stale SEN (an old event number) does not take it away again.
@@ -230,6 +236,34 @@ async def failover(dut):
     assert statuses == [CompletionStatus.OK] * 20
     assert after[0] - before[0] == 20, "requests did not all take the one live port"
     assert a.value("count_sen_up") == 1 and a.value("count_sen_down") == ports
+    assert a.value("count_purges") == ports, "a SEN saying reachable purged a port"
+
+
+@cocotb.test()
+async def link_loss(dut):
+    rng = random.Random(cocotb.RANDOM_SEED + 4)
+    # B gives 16 credits (1 KiB) per VC on port 0: that much goes into the dead line, the
+    # rest of port 0's share of the requests waits in A's queue for it.
+    pair = await NicPairSides.start(dut, rng, idle=0.2, backpressure=0.2,
+                                    rx_credits=[("b", 0, 16)])
+    lines = pair.memory_lines
+    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    # 120 requests on 64 4-line areas (so many touch the same lines): about half take port 0.
+    seen = await cut_port(pair, rng, 120, 256)
+    dut._log.info(f"link loss: {seen['sent']} frames lost in the LLR, {seen['diverted']} "
+                  f"re-steered; cut at {seen['cut']}, port down at {seen['down']}, last frame "
+                  f"into it observed at {seen['last_sent']}, last re-steered at "
+                  f"{seen['last_diverted']}")
+    assert not seen["errors"], seen["errors"][:10]
+    assert seen["down"] is not None, "port 0 never went down"
+    assert seen["purges"] == 1
+    assert seen["diverted"] > 0, "nothing was queued for port 0 when it went down"
+    # Exactly the frames handed to the dead port's LLR were lost; none after it went down
+    # (a counter and links_up change at the same clock edge, so equal means the cycle before).
+    assert seen["lost"] == seen["sent"]
+    assert seen["last_sent"] <= seen["down"], "a frame entered the port after it went down"
+    assert seen["last_diverted"] >= seen["down"]
 
 
 @cocotb.test()

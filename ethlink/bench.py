@@ -675,6 +675,9 @@ RDMA_GOODPUT_SCENARIO = {"sizes": [64, 256, 1024, 4096, 16384], "octets": 1 << 1
                          "ber": 1e-5, "seed": 1}
 #: The clock the octets per cycle are converted at (XGMII of a 10GBASE-R port).
 CLOCK_MHZ = 156.25
+#: Link loss with frames queued on the NIC pair (sim/nic_bench.py ``failover``): B's credits
+#: per VC on port 0, A's requests, A's replay timer on the port.
+FAILOVER_SCENARIO = {"credits": 16, "requests": 120, "replay_timeout": 100, "seed": 1}
 #: Saturated L/S traffic of the NIC pair: raw BER of every line (``requests`` per NIC: the
 #: bench's ``--frames``).
 NIC_PAIR_SCENARIO = {"ber": 1e-5, "seed": 1, "window": 16}
@@ -687,6 +690,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     reachability table's lookup latency and failover, and ECP5 builds (``synth``)."""
     from .rtl.nic.ls_responder import LsTarget
     from .rtl.nic.reachability import Reachability
+    from .sim.nic_tb import PAIR_PARAMS
     from .sim.runner import run_bench
     runs = [run_bench("nic_ls_target", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
                       testcase="back_to_back",
@@ -697,6 +701,8 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                      testcase="round_trip", prefix="bench-nic-")
     pair = run_nic_pair({**NIC_PAIR_SCENARIO, "requests": requests})
     rdma = run_rdma_goodput(RDMA_GOODPUT_SCENARIO)
+    failover = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="failover",
+                         scenario=FAILOVER_SCENARIO, prefix="bench-nic-")
     loads = [r for r in runs if r["opcode"] == "LOAD_REQ"]
     stores = [r for r in runs if r["opcode"] == "STORE_REQ"]
     result = {
@@ -709,7 +715,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                                      "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
         "target_throughput": {r["opcode"]: {} for r in runs},
         "data_mismatches": (sum(r["data_mismatches"] for r in runs) + pair["data_mismatches"]
-                            + rdma["data_mismatches"]),
+                            + rdma["data_mismatches"] + failover["data_mismatches"]),
         # Two NICs back to back (nic_pair), 64 B load alone: request taken -> start word on
         # the line (TX); start word off the line -> AXI read address valid (RX); request
         # taken -> completion valid (round trip); and the store likewise.
@@ -727,9 +733,15 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                          "ls_round_trip_cycles": trip["load_round_trip_cycles"],
                          "ls_store_round_trip_cycles": trip["store_round_trip_cycles"]},
         "reachability_latency_cycles": Reachability.LATENCY,
-        # Ref: docs/multipath.md §6 — a lookup in the cycle of the SEN already avoids the port
-        # (asserted cycle for cycle by test_nic_reachability).
-        "failover_cycles": 0,
+        # Ref: spec §10, docs/nic.md §8 — A's line to B on port 0 cut under load: cycles from
+        # the cut to the last frame A's port 0 handed to its LLR (the last frame sent to the
+        # dead path), to the port going down (LLR FLUSH), to the last queued frame re-steered.
+        "failover_cycles": failover["last_sent"] - failover["cut"],
+        "failover": {"link_down_cycles": failover["down"] - failover["cut"],
+                     "resteered_by_cycles": (failover["last_diverted"] - failover["cut"]
+                                             if failover["last_diverted"] else None),
+                     "frames_lost": failover["lost"], "frames_resteered": failover["diverted"],
+                     "scenario": FAILOVER_SCENARIO},
         # NIC A's DMA engine to NIC B through the pair: payload octets per cycle by message
         # size, WRITE and READ (RDMA_GOODPUT_SCENARIO).
         "rdma_goodput_by_size": {op: rdma[op] for op in ("write", "read")},
@@ -832,9 +844,14 @@ def _nic_table(result):
         for size, t in by_size.items():
             lines.append(f"{opcode:>9} {size:>5} {t['cycles_per_request']:>10.1f} "
                          f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
-    lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles; "
-                  f"failover (SEN taken -> lookups avoid the port): {result['failover_cycles']} "
-                  f"cycles", ""] + _rdma_lines(result)
+    f = result["failover"]
+    lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles (a SEN "
+                  f"steers the lookups of its own cycle)",
+              f"link loss under load (A->B line of port 0 cut): last frame into the dead port "
+              f"{result['failover_cycles']} cycles after the cut, port down (LLR FLUSH) after "
+              f"{f['link_down_cycles']}, {f['frames_resteered']} queued frames re-steered by "
+              f"{f['resteered_by_cycles']}; {f['frames_lost']} frames lost in the LLR "
+              f"(TIMEOUT)", ""] + _rdma_lines(result)
     for name, e in (result["ecp5"] or {}).items():
         if "error" in e:
             lines.append(f"ECP5 {name}: {e['error']}")

@@ -1,6 +1,6 @@
 """cocotb benches of the NIC run by ``ethlink bench nic`` (``ethlink.bench``) and
 ``ethlink demo``: ``back_to_back`` on ``nic_ls_target``, ``round_trip`` on ``nic_ls_loopback``,
-``pair`` and ``rdma_goodput`` on ``nic_pair`` (see each testcase).
+``pair``, ``rdma_goodput`` and ``failover`` on ``nic_pair`` (see each testcase).
 
 ``back_to_back``:
 The scenario (``ETHLINK_SCENARIO``) names an opcode, an access size and a number of requests;
@@ -26,7 +26,7 @@ from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand
 from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, RdmaAreas, ValidLog,
-                                collect_completions, issue, nic_params, open_memory,
+                                collect_completions, cut_port, issue, nic_params, open_memory,
                                 probe_latency, random_requests, request_octets, run_rdma)
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
@@ -234,3 +234,25 @@ async def rdma_goodput(dut):
                             for p in range(pair.ports))
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)
+
+
+@cocotb.test()
+async def failover(dut):
+    """On ``nic_pair``: the link-loss scenario of :func:`~ethlink.sim.nic_tb.cut_port` (B
+    advertising ``credits`` per VC on port 0, A's line to B on port 0 cut, ``requests``
+    random requests of A): the cycles from the cut to A's port going down, to the last frame
+    handed to the dead port's LLR and to the last queued frame re-steered, the frames lost
+    and re-steered, and every way completions or memory differ from the golden model
+    (``data_mismatches``, must be 0)."""
+    scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
+    rng = random.Random(scenario.get("seed", 1))
+    pair = await NicPairSides.start(dut, rng, rx_credits=[("b", 0, scenario.get("credits", 16))])
+    lines = pair.memory_lines
+    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    seen = await cut_port(pair, rng, scenario.get("requests", 120), lines,
+                          scenario.get("replay_timeout", 100))
+    errors = seen.pop("errors")
+    seen.update({"data_mismatches": len(errors), "errors": errors[:10]})
+    with open(os.environ["ETHLINK_RESULT"], "w") as f:
+        json.dump(seen, f)

@@ -26,7 +26,7 @@ __all__ = ["csr_write", "csr_read", "axi_ram", "attach_memory", "setup", "progra
            "open_memory", "ValidLog", "request_octets", "command_octets", "completion",
            "LoopbackPorts", "lcw_tdata", "NicPairSides", "XgmiiStarts", "PAIR_PARAMS",
            "random_requests", "issue", "collect_completions", "probe_latency", "RdmaAreas",
-           "run_rdma", "nic_params"]
+           "run_rdma", "nic_params", "cut_port"]
 
 
 async def csr_write(dut, addr, data, prefix=""):
@@ -220,7 +220,10 @@ class NicPairSides:
     """Both NICs of ``nic_pair`` set up: :meth:`start` drives every control, starts the clock,
     attaches the memories; ``sides`` is ``(A, B)``."""
     @classmethod
-    async def start(cls, dut, rng, ber=0.0, axi_pause=0.0, idle=0.0, backpressure=0.0):
+    async def start(cls, dut, rng, ber=0.0, axi_pause=0.0, idle=0.0, backpressure=0.0,
+                    rx_credits=()):
+        """``rx_credits``: ``(nic, port, credits)`` to advertise per VC on that port instead of
+        the whole buffer."""
         self = cls()
         self.dut = dut
         params = export_params()
@@ -232,6 +235,8 @@ class NicPairSides:
                 getattr(dut, f"{name}_p{p}_enable").value = 1
                 getattr(dut, f"{name}_p{p}_replay_timeout").value = 0
                 getattr(dut, f"{name}_p{p}_rx_credits").value = 0
+        for name, p, credits in rx_credits:
+            getattr(dut, f"{name}_p{p}_rx_credits").value = credits
         for p in range(self.ports):
             for n, direction in enumerate(("ab", "ba")):
                 line = f"{direction}{p}"
@@ -293,21 +298,30 @@ def random_requests(rng, count, memory_lines, first_tag=0, store_fraction=0.5,
         yield store, size, tag, line, payload
 
 
-async def issue(side, requests, window=None):
+def model_answer(side, request):
+    """The ``(status, load data or None)`` the golden model of ``side``'s peer gives
+    ``request`` (executing it there)."""
+    store, size, tag, line, payload = request
+    response = side.peer.model.handle(Frame(
+        opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=side.peer.id,
+        src=side.id, size=size, tag=tag, line=line, payload=payload))
+    return (CompletionStatus(response.status),
+            response.payload if not store and response.status == Status.OK else None)
+
+
+async def issue(side, requests, window=None, answer=True):
     """Send ``requests`` from ``side`` to its peer, with at most ``window`` of them
     outstanding (completions not yet received) if given; returns ``{tag: (status, load data
-    or None)}`` as the peer's golden target model answers them."""
+    or None)}`` as the peer's golden target model answers them (``answer``; otherwise the
+    model is left alone and ``{}`` returned)."""
     expected = {}
     base = side.cpls.count()
-    for sent, (store, size, tag, line, payload) in enumerate(requests):
+    for sent, request in enumerate(requests):
+        store, size, tag, line, payload = request
         while window is not None and sent - (side.cpls.count() - base) >= window:
             await RisingEdge(side.dut.clk)
-        response = side.peer.model.handle(Frame(
-            opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=side.peer.id,
-            src=side.id, size=size, tag=tag, line=line, payload=payload))
-        expected[tag] = (CompletionStatus(response.status),
-                         response.payload if not store and response.status == Status.OK
-                         else None)
+        if answer:
+            expected[tag] = model_answer(side, request)
         await side.reqs.send(request_octets(int(store), size, side.peer.id, tag, line))
         if store:
             await side.data.send(AxiStreamFrame(payload))
@@ -330,6 +344,13 @@ async def collect_completions(side, expected):
         order.append(tag)
     if not side.cpls.empty():
         errors.append(f"{side.name}: more completions than requests")
+    await check_load_data(side, order, expected, errors)
+    return order, errors
+
+
+async def check_load_data(side, order, expected, errors):
+    """Compare the load data ``side`` received with ``expected`` (``{tag: (status, data or
+    None)}``): one packet per load with data, in completion ``order``; adds to ``errors``."""
     loads = [tag for tag in order if expected.get(tag, (None, None))[1] is not None]
     # A load's data may follow its completion by a few cycles.
     for _ in range(1000):
@@ -342,7 +363,6 @@ async def collect_completions(side, expected):
     for tag in loads[:side.cpl_data.count()]:
         if bytes((await side.cpl_data.recv()).tdata) != expected[tag][1]:
             errors.append(f"{side.name} tag {tag}: load data differs")
-    return order, errors
 
 
 async def probe_latency(dut, pair, store=False, tag=0):
@@ -474,3 +494,84 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
     for task in tasks:
         task.cancel()
     return SimpleNamespace(statuses=statuses, cycles=cycles, octets=octets[0], errors=errors)
+
+
+async def cut_port(pair, rng, count, memory_lines, replay_timeout=100):
+    """Link loss with frames queued (spec §10): A's line to B on port 0 is cut, then A sends
+    ``count`` random requests to B on ``memory_lines`` lines. The frames that take port 0 go
+    into its LLR (lost on the line) as long as B's credits last (start the pair with few
+    credits on B's port 0), then wait in its CBFC queue; when the LLR gives up
+    (FLUSH, after ``replay_timeout`` × (``replay_max`` + 1) cycles) the port goes down and what
+    its queues hold is steered again, to the other ports.
+
+    Every request must complete once: TIMEOUT if its frame was lost in the LLR (then it was
+    never executed), otherwise as the golden model executing the others in issue order says
+    (status and load data), and B's memory must equal the model's. Returns the ``errors``
+    (must be empty) and the cycles and counts seen: ``cut`` (line cut), ``down`` (A's port 0
+    leaves ``links_up``), ``last_sent`` (the last frame port 0's CBFC transmitter handed to
+    its LLR), ``last_diverted`` (the last frame it gave back), ``sent`` and ``diverted`` (those
+    frames since the cut), ``lost`` (TIMEOUT completions)."""
+    dut = pair.dut
+    a, b = pair.sides
+    getattr(dut, "a_p0_replay_timeout").value = replay_timeout
+    getattr(dut, "ab0_link_up").value = 0
+
+    def frames(name):
+        """A per-VC counter of A's port 0, summed over the VCs."""
+        value = a.value(f"p0_{name}")
+        return sum(value >> 32 * vc & (1 << 32) - 1 for vc in range(NIC_VCS))
+
+    sent0, diverted0 = frames("count_frames_sent"), frames("count_frames_diverted")
+    seen = {"cut": pair.counter.now, "down": None, "last_sent": None, "last_diverted": None}
+    requests = list(random_requests(rng, count, memory_lines))
+    done = False
+
+    async def watch():
+        up, sent, diverted = 1, sent0, diverted0
+        while not done:
+            await RisingEdge(dut.clk)
+            now = (a.value("links_up") & 1, frames("count_frames_sent"),
+                   frames("count_frames_diverted"))
+            if up and not now[0]:
+                seen["down"] = pair.counter.now
+            if now[1] != sent:
+                seen["last_sent"] = pair.counter.now
+            if now[2] != diverted:
+                seen["last_diverted"] = pair.counter.now
+            up, sent, diverted = now
+
+    watcher = cocotb.start_soon(watch())
+    await issue(a, requests, answer=False)
+    await wait_idle(dut, [a.reqs, a.data], [(a.cpls, count)],
+                    timeout_cycles=export_params()["timeout_cycles"] * 3 + 100 * count)
+    done = True
+    await watcher
+    statuses, order, errors = {}, [], []
+    for _ in range(count):
+        tag, status = completion((await a.cpls.recv()).tdata)
+        if tag in statuses:
+            errors.append(f"tag {tag} completed twice")
+        statuses[tag] = status
+        order.append(tag)
+    # The model executes every request that was not lost, in the order A sent them.
+    expected = {}
+    for request in requests:
+        tag = request[2]
+        if statuses.get(tag) != CompletionStatus.TIMEOUT:
+            expected[tag] = model_answer(a, request)
+            if statuses.get(tag) != expected[tag][0]:
+                errors.append(f"tag {tag}: {statuses.get(tag)}, model {expected[tag][0].name}")
+    await check_load_data(a, order, expected, errors)
+    memory = b.ram.read(0, len(b.model.memory))
+    if memory != bytes(b.model.memory):
+        lines = sorted({k // LINE_OCTETS for k, (x, y) in enumerate(zip(memory, b.model.memory))
+                        if x != y})
+        errors.append(f"B's memory differs from the model on lines {lines[:8]}")
+    seen.update({
+        "errors": errors,
+        "sent": frames("count_frames_sent") - sent0,
+        "diverted": frames("count_frames_diverted") - diverted0,
+        "lost": sum(status == CompletionStatus.TIMEOUT for status in statuses.values()),
+        "purges": a.value("count_purges"),
+    })
+    return seen

@@ -42,7 +42,8 @@ class CbfcEnd(wiring.Component):
     transmit queue of each VC), ``rx_vc_octets`` (the receive buffer of each VC),
     ``rx_vc_credits`` (credits advertised per VC, 0: the whole buffer), ``update_threshold``
     (0: an eighth of the credits advertised), ``update_period``, ``sync_period``, and every
-    parameter of :class:`LinkEnd`.
+    parameter of :class:`LinkEnd`; ``resteer`` adds :class:`CbfcTx`'s re-steering members
+    (``pause``, ``purge``, ``purging``, ``divert``, ``count_frames_diverted``).
 
     Members
     -------
@@ -71,12 +72,13 @@ class CbfcEnd(wiring.Component):
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
-                 **link_params):
+                 resteer=False, **link_params):
         self.vcs = check_vcs(vcs)
         self.link_params = link_params
         self._tx = dict(credit_size=credit_size, queue_octets=tx_vc_octets,
                         sync_period=sync_period,
-                        llr_frames=link_params.get("buffer_frames", 64))
+                        llr_frames=link_params.get("buffer_frames", 64), resteer=resteer)
+        self.resteer = resteer
         self._rx = dict(credit_size=credit_size, buffer_octets=rx_vc_octets,
                         credits=rx_vc_credits or None,
                         update_threshold=update_threshold,
@@ -106,6 +108,7 @@ class CbfcEnd(wiring.Component):
             "count_bad_vc": Out(COUNTER_WIDTH),
             **{name: Out(COUNTER_WIDTH)
                for name in CreditSender.COUNTERS + CreditReceiver.COUNTERS},
+            **(CbfcTx.RESTEER_MEMBERS(vcs) if resteer else {}),
         })
 
     def elaborate(self, platform):
@@ -150,6 +153,11 @@ class CbfcEnd(wiring.Component):
             m.d.comb += getattr(self, ours).eq(getattr(unit, theirs))
         for name in CbfcTx.VC_COUNTERS + CreditSender.COUNTERS:
             m.d.comb += getattr(self, name).eq(getattr(tx, name))
+        if self.resteer:
+            wiring.connect(m, tx.divert, wiring.flipped(self.divert))
+            m.d.comb += [tx.pause.eq(self.pause), tx.purge.eq(self.purge),
+                         self.purging.eq(tx.purging),
+                         self.count_frames_diverted.eq(tx.count_frames_diverted)]
         for name in CbfcRx.VC_COUNTERS + CreditReceiver.COUNTERS + ("count_bad_vc",):
             m.d.comb += getattr(self, name).eq(getattr(rx, name))
         return m

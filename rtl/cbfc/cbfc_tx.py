@@ -64,6 +64,14 @@ class CbfcTx(wiring.Component):
       frames in the same order, so when its oldest unacknowledged sequence number
       ``llr_head`` passes a frame, that frame was delivered or flushed: its credits are
       settled, and CREDIT_SYNC carries them (docs/cbfc.md, "leak recovery").
+    * **Re-steering** (``resteer=True``, spec §10). While ``pause`` is high no frame is
+      granted (one already on its way to the LLR finishes). A ``purge`` strobe takes the
+      frames wholly queued at that moment (once ``o`` is between frames) off the queues, VC 0
+      first, each in its order, and offers them on ``divert`` for the layer above to steer
+      again; ``purging`` is high from the cycle after the strobe until the last of them has
+      left. Frames queued after the strobe stay. A diverted frame may come straight back into
+      its own queue (the layer above finds the port still good for it): every queue then has a
+      frame slot per word, so the frame being diverted never waits for its own slot.
 
     Latency (:attr:`LATENCY`): a frame whose last beat is taken on ``i`` in cycle *t*, with
     credits available and ``o`` idle, offers its first beat on ``o`` in *t* + 2 (committed
@@ -85,15 +93,20 @@ class CbfcTx(wiring.Component):
     sent, limit, settled : Out(ArrayLayout(20, vcs))
     count_frames_sent, count_frames_dropped, count_stall_cycles : Out(ArrayLayout(32, vcs))
     count_updates_received, count_bogus_updates, count_syncs_sent : Out(32)
+    pause, purge : In(1); purging : Out(1); divert : Out(PacketStream(8))
+        Re-steering (``resteer=True`` only).
+    count_frames_diverted : Out(ArrayLayout(32, vcs))
+        Frames handed to ``divert`` (``resteer=True`` only).
     """
     def __init__(self, vcs, *, credit_size=64, queue_octets=8192, sync_period=4096,
-                 llr_frames=64, counter_init=0):
+                 llr_frames=64, counter_init=0, resteer=False):
         self.vcs = check_vcs(vcs)
         self.credit_size = check_credit_size(credit_size)
         self.queue_words = check_queue_octets("queue_octets", queue_octets) // MAC_BEAT_OCTETS
         self.sync_period = check_int_range("sync_period", sync_period, 2, 1 << 20)
         self.llr_frames = check_buffer_frames(llr_frames)
         self.counter_init = counter_init
+        self.resteer = resteer
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
@@ -103,7 +116,15 @@ class CbfcTx(wiring.Component):
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs)) for name in ("sent", "limit", "settled")},
             **{name: Out(ArrayLayout(COUNTER_WIDTH, vcs)) for name in self.VC_COUNTERS},
             **{name: Out(COUNTER_WIDTH) for name in CreditSender.COUNTERS},
+            **(self.RESTEER_MEMBERS(vcs) if resteer else {}),
         })
+
+    @staticmethod
+    def RESTEER_MEMBERS(vcs):
+        """The members ``resteer=True`` adds."""
+        return {"pause": In(1), "purge": In(1), "purging": Out(1),
+                "divert": Out(PacketStream(MAC_BEAT_OCTETS)),
+                "count_frames_diverted": Out(ArrayLayout(COUNTER_WIDTH, vcs))}
 
     VC_COUNTERS = ("count_frames_sent", "count_frames_dropped", "count_stall_cycles")
     LATENCY = 2
@@ -115,7 +136,9 @@ class CbfcTx(wiring.Component):
                                                       counter_init=self.counter_init)
         queues = []
         for v in range(n):
-            queue = FrameFifo(words=self.queue_words, frames=max(4, self.queue_words // 8),
+            # A frame is at least 2 words, so a slot per word (re-steering) is never the limit.
+            slots = self.queue_words if self.resteer else max(4, self.queue_words // 8)
+            queue = FrameFifo(words=self.queue_words, frames=slots,
                               credit_size=self.credit_size, drop_when_full=False)
             m.submodules[f"queue{v}"] = queue
             queues.append(queue)
@@ -154,7 +177,9 @@ class CbfcTx(wiring.Component):
         candidates = Signal(n)
         m.d.comb += candidates.eq(Cat(q.frames != 0 for q in queues) & credits.ok)
         any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
-        grant = ~busy & any_ready & ~flight_full
+        grant = Signal()
+        halted = self._resteer(m, queues, busy) if self.resteer else 0
+        m.d.comb += grant.eq(~busy & any_ready & ~flight_full & ~halted)
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
         for v in range(n):
@@ -165,10 +190,10 @@ class CbfcTx(wiring.Component):
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
 
         for v, queue in enumerate(queues):
-            with m.If(cur == v):
-                m.d.comb += [self.o.valid.eq(busy & queue.o.valid),
+            with m.If(busy & (cur == v)):
+                m.d.comb += [self.o.valid.eq(queue.o.valid),
                              self.o.payload.eq(queue.o.payload),
-                             queue.o.ready.eq(busy & self.o.ready)]
+                             queue.o.ready.eq(self.o.ready)]
             counter = SaturatingCounter(f"count_frames_sent{v}")
             counter.increment(m, grant & (pick == v))
             m.d.comb += self.count_frames_sent[v].eq(counter.value)
@@ -184,3 +209,34 @@ class CbfcTx(wiring.Component):
             m.d.comb += getattr(self, name).eq(getattr(credits, name))
         return m
 
+    def _resteer(self, m, queues, busy):
+        """Pause and purge (see the class docstring); returns the signal that stops grants."""
+        n = len(queues)
+        requested = Signal()    # a purge strobe not yet served
+        diverting = Signal()
+        dv = Signal(range(max(n, 2)))
+        left = [Signal.like(q.frames, name=f"left{v}") for v, q in enumerate(queues)]
+        m.d.comb += self.purging.eq(requested | diverting)
+        with m.If(requested & ~busy & ~diverting):
+            # The LLR's frame has left: the snapshot of what is queued now.
+            m.d.sync += [requested.eq(0), diverting.eq(1), dv.eq(0)]
+            m.d.sync += [left[v].eq(q.frames) for v, q in enumerate(queues)]
+        with m.If(self.purge):
+            m.d.sync += requested.eq(1)
+        for v, queue in enumerate(queues):
+            counter = SaturatingCounter(f"count_frames_diverted{v}")
+            m.d.comb += self.count_frames_diverted[v].eq(counter.value)
+            with m.If(diverting & (dv == v)):
+                with m.If(left[v] == 0):
+                    m.d.sync += (diverting.eq(0) if v == n - 1 else dv.eq(v + 1))
+                with m.Else():
+                    # Only the frames of the snapshot: the next one stays, even its first
+                    # beat, which the queue already offers.
+                    m.d.comb += [self.divert.valid.eq(queue.o.valid),
+                                 self.divert.payload.eq(queue.o.payload),
+                                 queue.o.ready.eq(self.divert.ready)]
+                    done = self.divert.valid & self.divert.ready & self.divert.payload.last
+                    counter.increment(m, done)
+                    with m.If(done):
+                        m.d.sync += left[v].eq(left[v] - 1)
+        return self.pause | self.purge | requested | diverting

@@ -52,7 +52,7 @@ class FrameSteer(wiring.Component):
     then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no
     port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
     has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
-    per cycle.
+    per cycle. ``idle`` is high between frames (no frame started, none being sent).
 
     Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
     (2 with :class:`Reachability`); the rest follow at one beat per cycle, with the output's
@@ -70,6 +70,7 @@ class FrameSteer(wiring.Component):
             "lookup_entropy": Out(ENTROPY_WIDTH),
             "result_valid": In(1), "result_port": In(range(MAX_PORTS)), "result_none": In(1),
             "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
+            "idle": Out(1),
         })
 
     def elaborate(self, platform):
@@ -94,6 +95,7 @@ class FrameSteer(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
+                m.d.comb += self.idle.eq(1)
                 # A frame starts: ask for its port, hold its first beat until the answer.
                 with m.If(self.i.valid):
                     m.d.comb += self.lookup_valid.eq(1)
@@ -125,7 +127,8 @@ class FrameSteer(wiring.Component):
 
 
 #: Members of a port's :class:`CbfcEnd` the NIC wires itself.
-_PORT_INTERNAL = (*(f"{d}_vc{v}" for d in "io" for v in range(NIC_VCS)), "lcw_rx")
+_PORT_INTERNAL = (*(f"{d}_vc{v}" for d in "io" for v in range(NIC_VCS)), "lcw_rx", "pause",
+                  "purge", "purging", "divert")
 
 
 class Nic(wiring.Component):
@@ -141,6 +144,12 @@ class Nic(wiring.Component):
     A frame no port reaches is dropped and counted (``count_unroutable``); a request or
     command so lost completes with TIMEOUT. The merge is shared: an RDMA packet of ``mtu``
     octets holds it for ``mtu / 8`` cycles, which an L/S request behind it waits.
+
+    **Re-steering** (spec §10). When a port's path dies — a SEN taken on it saying an
+    endpoint is unreachable there, or its link going down — the port grants no new frame from
+    that cycle, and once :class:`FrameSteer` is between frames the engines are held while the
+    frames wholly queued in the port's CBFC queues come back through :class:`FrameSteer` (in
+    their order, VC by VC) and are steered again (``count_purges``; docs/nic.md §8).
 
     **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
     target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.
@@ -167,6 +176,8 @@ class Nic(wiring.Component):
         As :class:`Reachability` (``busy`` renamed).
     count_unroutable, count_bad_vc : Out(32)
         Frames dropped by :class:`FrameSteer`.
+    count_purges : Out(32)
+        Ports purged (their queued frames steered again) after their path died.
 
     Latency (cycles, asserted by the tests): a request's first frame beat reaches its port's
     CbfcEnd ``LsRequester.TX_LATENCY`` + :attr:`STEER_LATENCY` cycles after ``req`` is taken;
@@ -198,7 +209,7 @@ class Nic(wiring.Component):
             (RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles),
              self._rdma_target_name),
         )
-        self._ends = [CbfcEnd(vcs=NIC_VCS, **port_params) for _ in range(ports)]
+        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, **port_params) for _ in range(ports)]
         members = {}
         for engine, rename in self._engines:
             for name, member in engine.signature.members.items():
@@ -213,6 +224,7 @@ class Nic(wiring.Component):
             "reach_busy": Out(1),
             **{f"count_sen_{name}": Out(COUNTER_WIDTH) for name in ("down", "up", "stale")},
             "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
+            "count_purges": Out(COUNTER_WIDTH),
         })
         super().__init__(members)
 
@@ -259,7 +271,7 @@ class Nic(wiring.Component):
         # Transmit: responses and requests merged, then steered to a port.
         for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
             wiring.connect(m, engine.o, getattr(tx_merge, f"i{k}"))
-        wiring.connect(m, tx_merge.o, steer.i)
+        self._resteer(m, tx_merge.o, steer, reach)
         m.d.comb += [
             reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
             reach.i_entropy.eq(steer.lookup_entropy),
@@ -295,6 +307,50 @@ class Nic(wiring.Component):
                            (VirtualChannel.RDMA_RSP, rdma_req)):
             wiring.connect(m, rx_merge[vc].o, engine.i)
         return m
+
+    def _resteer(self, m, new, steer, reach):
+        """Feed ``steer`` with the engines' ``new`` frames, or with the frames a port gives back
+        when its path dies (spec §10; the class docstring)."""
+        ends = self._ends
+        was_up = Signal(self.ports)
+        m.d.sync += was_up.eq(self.links_up)
+        # A SEN that takes a port away from an endpoint, or the port's link going down.
+        died = Signal(self.ports)
+        m.d.comb += died.eq(reach.took_down | (was_up & ~self.links_up))
+        pending = Signal(self.ports)
+        active = Signal()
+        port = Signal(range(max(self.ports, 2)))
+        start = Signal()
+        pick = Signal.like(port)
+        for p in reversed(range(self.ports)):
+            with m.If(pending[p]):
+                m.d.comb += pick.eq(p)
+        # Between frames, with a port to purge: hold the engines' frames, purge it.
+        m.d.comb += start.eq(~active & (pending != 0) & steer.idle)
+        cleared = Signal(self.ports)
+        with m.If(start):
+            m.d.sync += [active.eq(1), port.eq(pick)]
+            m.d.comb += cleared.eq(1 << pick)
+        m.d.sync += pending.eq(pending & ~cleared | died)
+        purges = SaturatingCounter("count_purges")
+        purges.increment(m, start)
+        m.d.comb += self.count_purges.eq(purges.value)
+
+        with m.If(~active):
+            hold = (pending != 0) & steer.idle
+            m.d.comb += [steer.i.valid.eq(new.valid & ~hold), steer.i.payload.eq(new.payload),
+                         new.ready.eq(steer.i.ready & ~hold)]
+        for p, end in enumerate(ends):
+            # No frame leaves a port from the cycle its path dies until it is purged.
+            m.d.comb += [end.pause.eq(died[p] | pending[p] | active & (port == p)),
+                         end.purge.eq(start & (pick == p))]
+            with m.If(active & (port == p)):
+                m.d.comb += [steer.i.valid.eq(end.divert.valid),
+                             steer.i.payload.eq(end.divert.payload),
+                             end.divert.ready.eq(steer.i.ready)]
+                # Every frame the port gave back has been steered again.
+                with m.If(~end.purging & steer.idle):
+                    m.d.sync += active.eq(0)
 
 
 class NicPair(wiring.Component):

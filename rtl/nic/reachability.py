@@ -69,6 +69,9 @@ class Reachability(wiring.Component):
         Lookups, no back-pressure (as :class:`PathSelect`).
     busy : Out(1)
         The table is being initialised after reset.
+    took_down : Out(ports)
+        Port *p* took a SEN saying an endpoint is unreachable through it (strobe, in the cycle
+        the table is written: the NIC re-steers what is queued for *p*).
     count_sen_down, count_sen_up, count_sen_stale : Out(32)
         SENs taken (unreachable / reachable) and ignored as stale, all ports (saturating).
     """
@@ -83,7 +86,7 @@ class Reachability(wiring.Component):
             "links_up": In(ports),
             "i_valid": In(1), "i_dst": In(DST_WIDTH), "i_entropy": In(ENTROPY_WIDTH),
             "o_valid": Out(1), "o_port": Out(range(MAX_PORTS)), "o_none": Out(1),
-            "busy": Out(1),
+            "busy": Out(1), "took_down": Out(ports),
             **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
         })
 
@@ -129,6 +132,7 @@ class Reachability(wiring.Component):
             row.append(rd.data)
             taken_up.append(take & sen.reachable)
             taken_down.append(take & ~sen.reachable)
+        m.d.comb += self.took_down.eq(Cat(*taken_down))
         # Several ports may take a SEN in one cycle.
         counters["sen_up"].add(m, sum(taken_up), 1)
         counters["sen_down"].add(m, sum(taken_down), 1)
