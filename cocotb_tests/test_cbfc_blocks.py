@@ -156,8 +156,8 @@ class _Frames:
 def test_cbfc_tx_resteer():
     """Pause and purge: the frames queued at the strobe (and only those) leave on ``divert``,
     VC by VC in order, none on ``o``; a frame already on its way to the LLR finishes there;
-    diverted frames fed straight back into a queue full of minimum frames never deadlock and
-    keep their order."""
+    diverted frames fed straight back, in the same cycles, into a queue whose frame slots are
+    all taken never deadlock and keep their order."""
     rng = random.Random(5)
     top = _Looped()
     dut = top.tx
@@ -207,24 +207,31 @@ def test_cbfc_tx_resteer():
         assert frames["o"][1:] == [first], "the frame on its way to the LLR was cut"
         assert frames["divert"][5:] == [second]
 
-        # Fill VC 0's queue with minimum (2-beat) frames, then divert them all back into it.
+        # Fill VC 0's queue up to its frame slots with minimum (2-beat) frames (one slot is
+        # kept for re-steering), then divert them all back into it.
         ctx.set(dut.pause, 1)
-        small = [vc_body(rng, 0, 100 + k, 16, fixed=True) for k in range(256)]
+        slots = dut.queue_words // 8
+        small = [vc_body(rng, 0, 100 + k, 16, fixed=True) for k in range(slots - 1)]
         for body in small:
             await send(ctx, clock, top.i0, body)
+        ctx.set(top.i0.valid, 1)
+        ctx.set(top.i0.payload.first, 1)
+        await ctx.tick()
+        assert not ctx.get(top.i0.ready), "the slot kept for re-steering was given away"
+        ctx.set(top.i0.valid, 0)
         ctx.set(top.loop, 1)
         ctx.set(dut.purge, 1)
         await ctx.tick()
         ctx.set(dut.purge, 0)
-        await ctx.tick().repeat(3 * 256 + 20)
+        await ctx.tick().repeat(3 * slots + 20)
         assert not ctx.get(dut.purging), "re-queueing diverted frames into their own queue hangs"
-        assert ctx.get(dut.count_frames_diverted[0]) == 4 + 256
+        assert ctx.get(dut.count_frames_diverted[0]) == 4 + len(small)
         ctx.set(top.loop, 0)
         # The LLR acknowledges every frame at once, so the record of frames in flight
         # never fills.
-        ctx.set(dut.llr_head, 2 + 256)
+        ctx.set(dut.llr_head, 2 + len(small))
         ctx.set(dut.pause, 0)
-        await ctx.tick().repeat(3 * 256 + 20)
+        await ctx.tick().repeat(3 * slots + 20)
         assert frames["o"][2:] == small, "re-queued frames lost their order"
         done["ok"] = True
 

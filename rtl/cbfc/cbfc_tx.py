@@ -70,8 +70,9 @@ class CbfcTx(wiring.Component):
       first, each in its order, and offers them on ``divert`` for the layer above to steer
       again; ``purging`` is high from the cycle after the strobe until the last of them has
       left. Frames queued after the strobe stay. A diverted frame may come straight back into
-      its own queue (the layer above finds the port still good for it): every queue then has a
-      frame slot per word, so the frame being diverted never waits for its own slot.
+      its own queue (the layer above finds the port still good for it) while it is still
+      leaving it: a queue's last frame slot is kept for such frames, so the frame never waits
+      for the slot it holds itself.
 
     Latency (:attr:`LATENCY`): a frame whose last beat is taken on ``i`` in cycle *t*, with
     credits available and ``o`` idle, offers its first beat on ``o`` in *t* + 2 (committed
@@ -136,10 +137,9 @@ class CbfcTx(wiring.Component):
                                                       counter_init=self.counter_init)
         queues = []
         for v in range(n):
-            # A frame is at least 2 words, so a slot per word (re-steering) is never the limit.
-            slots = self.queue_words if self.resteer else max(4, self.queue_words // 8)
-            queue = FrameFifo(words=self.queue_words, frames=slots,
-                              credit_size=self.credit_size, drop_when_full=False)
+            queue = FrameFifo(words=self.queue_words, frames=max(4, self.queue_words // 8),
+                              credit_size=self.credit_size, drop_when_full=False,
+                              spare_slot=self.resteer)
             m.submodules[f"queue{v}"] = queue
             queues.append(queue)
             wiring.connect(m, wiring.flipped(self.i[v]), queue.i)
@@ -226,6 +226,7 @@ class CbfcTx(wiring.Component):
         for v, queue in enumerate(queues):
             counter = SaturatingCounter(f"count_frames_diverted{v}")
             m.d.comb += self.count_frames_diverted[v].eq(counter.value)
+            m.d.comb += queue.use_spare.eq(diverting)
             with m.If(diverting & (dv == v)):
                 with m.If(left[v] == 0):
                     m.d.sync += (diverting.eq(0) if v == n - 1 else dv.eq(v + 1))

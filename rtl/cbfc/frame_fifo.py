@@ -43,9 +43,16 @@ class FrameFifo(wiring.Component):
     back-pressures ``i`` instead (``words`` must hold a longest frame, so a frame always fits
     once the queue has drained).
 
+    With ``spare_slot`` the last frame slot is kept for frames written while ``use_spare`` is
+    high: a queue that gives a frame back and takes it again at its tail in the same cycles
+    (re-steering) then always finds a slot, although the frame still holds its own until its
+    last beat has left.
+
     Members
     -------
     i : In(PacketStream(8)), o : Out(PacketStream(8))
+    use_spare : In(1)
+        Only with ``spare_slot``: a frame starting now may take the last slot.
     reject : In(1)
         Drop the frame whose first beat is on ``i`` (sampled with that beat).
     stored, stored_cost : Out(1), Out(COST_BITS)
@@ -61,7 +68,7 @@ class FrameFifo(wiring.Component):
     Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat was
     taken on ``i`` (store and forward). Throughput: one beat per cycle in and out.
     """
-    def __init__(self, *, words, frames, credit_size, drop_when_full):
+    def __init__(self, *, words, frames, credit_size, drop_when_full, spare_slot=False):
         check_queue_octets("words * 8", words * MAC_BEAT_OCTETS)
         if frames & (frames - 1) or frames < 2:
             raise ValueError(f"frames must be a power of two, at least 2, not {frames}")
@@ -69,6 +76,7 @@ class FrameFifo(wiring.Component):
         self.depth = frames
         self.credit_size = credit_size
         self.drop_when_full = drop_when_full
+        self.spare_slot = spare_slot
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
@@ -78,6 +86,7 @@ class FrameFifo(wiring.Component):
             "frames": Out(range(frames + 1)),
             "head_cost": Out(COST_BITS),
             "popped": Out(1), "popped_cost": Out(COST_BITS),
+            **({"use_spare": In(1)} if spare_slot else {}),
         })
 
     def elaborate(self, platform):
@@ -110,6 +119,8 @@ class FrameFifo(wiring.Component):
         first = ~in_frame
         full = (wr_ptr - rd_ptr)[:AW + 1] == W
         no_slot = self.frames == F
+        if self.spare_slot:
+            no_slot = Mux(self.use_spare, no_slot, self.frames >= F - 1)
         if self.drop_when_full:
             m.d.comb += self.i.ready.eq(1)
             lost_now = full | (first & no_slot)

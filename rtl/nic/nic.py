@@ -53,6 +53,8 @@ class FrameSteer(wiring.Component):
     port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
     has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
     per cycle. ``idle`` is high between frames (no frame started, none being sent).
+    ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
+    the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
 
     Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
     (2 with :class:`Reachability`); the rest follow at one beat per cycle, with the output's
@@ -70,7 +72,7 @@ class FrameSteer(wiring.Component):
             "lookup_entropy": Out(ENTROPY_WIDTH),
             "result_valid": In(1), "result_port": In(range(MAX_PORTS)), "result_none": In(1),
             "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
-            "idle": Out(1),
+            "idle": Out(1), "retry": In(1),
         })
 
     def elaborate(self, platform):
@@ -104,7 +106,9 @@ class FrameSteer(wiring.Component):
             with m.State("LOOKUP"):
                 with m.If(self.result_valid):
                     m.d.sync += port.eq(self.result_port)
-                    with m.If(self.result_none | (vc >= self.vcs)):
+                    with m.If(self.retry):
+                        m.next = "IDLE"
+                    with m.Elif(self.result_none | (vc >= self.vcs)):
                         unroutable.increment(m, self.result_none)
                         bad_vc.increment(m, ~self.result_none)
                         m.next = "DROP"
@@ -336,13 +340,19 @@ class Nic(wiring.Component):
         purges.increment(m, start)
         m.d.comb += self.count_purges.eq(purges.value)
 
+        # A frame looked up after a path died but before the purge started would overtake
+        # the frames of its cache line waiting in the dead port's queue: it is looked up
+        # again after the purge (its first beat never left).
+        m.d.comb += steer.retry.eq((pending != 0) & ~active)
         with m.If(~active):
             hold = (pending != 0) & steer.idle
             m.d.comb += [steer.i.valid.eq(new.valid & ~hold), steer.i.payload.eq(new.payload),
                          new.ready.eq(steer.i.ready & ~hold)]
         for p, end in enumerate(ends):
-            # No frame leaves a port from the cycle its path dies until it is purged.
-            m.d.comb += [end.pause.eq(died[p] | pending[p] | active & (port == p)),
+            # No frame leaves a port from the cycle its path dies until it is purged — except
+            # while another port's purge runs: that purge may be steering frames into this
+            # port's queues, which must be able to drain (or the two would wait on each other).
+            m.d.comb += [end.pause.eq(died[p] | pending[p] & ~active | active & (port == p)),
                          end.purge.eq(start & (pick == p))]
             with m.If(active & (port == p)):
                 m.d.comb += [steer.i.valid.eq(end.divert.valid),
