@@ -177,9 +177,9 @@ class CbfcTx(wiring.Component):
         candidates = Signal(n)
         m.d.comb += candidates.eq(Cat(q.frames != 0 for q in queues) & credits.ok)
         any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
-        grant = Signal()
-        halted = self._resteer(m, queues, busy) if self.resteer else 0
-        m.d.comb += grant.eq(~busy & any_ready & ~flight_full & ~halted)
+        grant = ~busy & any_ready & ~flight_full
+        if self.resteer:
+            grant = grant & ~self._resteer(m, queues, busy)
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
         for v in range(n):
@@ -190,10 +190,10 @@ class CbfcTx(wiring.Component):
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
 
         for v, queue in enumerate(queues):
-            with m.If(busy & (cur == v)):
-                m.d.comb += [self.o.valid.eq(queue.o.valid),
+            with m.If(cur == v):
+                m.d.comb += [self.o.valid.eq(busy & queue.o.valid),
                              self.o.payload.eq(queue.o.payload),
-                             queue.o.ready.eq(self.o.ready)]
+                             queue.o.ready.eq(busy & self.o.ready)]
             counter = SaturatingCounter(f"count_frames_sent{v}")
             counter.increment(m, grant & (pick == v))
             m.d.comb += self.count_frames_sent[v].eq(counter.value)
