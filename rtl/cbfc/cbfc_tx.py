@@ -179,7 +179,8 @@ class CbfcTx(wiring.Component):
         any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
         grant = ~busy & any_ready & ~flight_full
         if self.resteer:
-            grant = grant & ~self._resteer(m, queues, busy)
+            halted = Signal()
+            grant = grant & ~halted
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
         for v in range(n):
@@ -199,6 +200,9 @@ class CbfcTx(wiring.Component):
             m.d.comb += self.count_frames_sent[v].eq(counter.value)
         with m.If(self.o.valid & self.o.ready & self.o.payload.last):
             m.d.sync += busy.eq(0)
+        if self.resteer:
+            # After the output mux: diverting takes over the queues' ``o.ready``.
+            m.d.comb += halted.eq(self._resteer(m, queues, busy))
 
         wiring.connect(m, wiring.flipped(self.lcw_rx), credits.lcw_rx)
         wiring.connect(m, credits.lcw_tx, wiring.flipped(self.lcw_tx))
