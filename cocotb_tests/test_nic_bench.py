@@ -62,6 +62,6 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
     # its queued frames were re-steered.
     failover = result["failover"]
     assert 0 < result["failover_cycles"] <= failover["link_down_cycles"]
-    assert failover["frames_resteered"] > 0 and failover["frames_lost"] > 0
+    assert failover["frames_resteered"] > 0 and 0 < failover["frames_lost"] <= failover["timeouts"]
     assert failover["resteered_by_cycles"] >= failover["link_down_cycles"]
     assert "LOAD_REQ" in out and "RDMA goodput" in out and "link loss" in out

@@ -740,7 +740,8 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
         "failover": {"link_down_cycles": failover["down"] - failover["cut"],
                      "resteered_by_cycles": (failover["last_diverted"] - failover["cut"]
                                              if failover["last_diverted"] else None),
-                     "frames_lost": failover["lost"], "frames_resteered": failover["diverted"],
+                     "frames_lost": failover["sent"], "timeouts": failover["lost"],
+                     "frames_resteered": failover["diverted"],
                      "scenario": FAILOVER_SCENARIO},
         # NIC A's DMA engine to NIC B through the pair: payload octets per cycle by message
         # size, WRITE and READ (RDMA_GOODPUT_SCENARIO).
@@ -850,8 +851,8 @@ def _nic_table(result):
               f"link loss under load (A->B line of port 0 cut): last frame into the dead port "
               f"{result['failover_cycles']} cycles after the cut, port down (LLR FLUSH) after "
               f"{f['link_down_cycles']}, {f['frames_resteered']} queued frames re-steered by "
-              f"{f['resteered_by_cycles']}; {f['frames_lost']} frames lost in the LLR "
-              f"(TIMEOUT)", ""] + _rdma_lines(result)
+              f"{f['resteered_by_cycles']}; {f['frames_lost']} frames lost in the LLR, "
+              f"{f['timeouts']} requests TIMEOUT", ""] + _rdma_lines(result)
     for name, e in (result["ecp5"] or {}).items():
         if "error" in e:
             lines.append(f"ECP5 {name}: {e['error']}")

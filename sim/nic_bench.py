@@ -26,8 +26,9 @@ from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand
 from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, RdmaAreas, ValidLog,
-                                collect_completions, cut_port, issue, nic_params, open_memory,
-                                probe_latency, random_requests, request_octets, run_rdma)
+                                collect_completions, issue, nic_params, open_memory,
+                                probe_latency, random_requests, request_octets,
+                                run_link_loss, run_rdma)
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
 
@@ -238,7 +239,7 @@ async def rdma_goodput(dut):
 
 @cocotb.test()
 async def failover(dut):
-    """On ``nic_pair``: the link-loss scenario of :func:`~ethlink.sim.nic_tb.cut_port` (B
+    """On ``nic_pair``: the link-loss scenario of :func:`~ethlink.sim.nic_tb.run_link_loss` (B
     advertising ``credits`` per VC on port 0, A's line to B on port 0 cut, ``requests``
     random requests of A): the cycles from the cut to A's port going down, to the last frame
     handed to the dead port's LLR and to the last queued frame re-steered, the frames lost
@@ -246,12 +247,9 @@ async def failover(dut):
     (``data_mismatches``, must be 0)."""
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     rng = random.Random(scenario.get("seed", 1))
-    pair = await NicPairSides.start(dut, rng, rx_credits=[("b", 0, scenario.get("credits", 16))])
-    lines = pair.memory_lines
-    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
-    await pair.wait_links()
-    seen = await cut_port(pair, rng, scenario.get("requests", 120), lines,
-                          scenario.get("replay_timeout", 100))
+    seen = await run_link_loss(dut, rng, scenario.get("requests", 120),
+                               credits=scenario.get("credits", 16),
+                               replay_timeout=scenario.get("replay_timeout", 100))
     errors = seen.pop("errors")
     seen.update({"data_mismatches": len(errors), "errors": errors[:10]})
     with open(os.environ["ETHLINK_RESULT"], "w") as f:

@@ -2,6 +2,8 @@
 the register bus, the AXI RAM that stands for GPU memory with the golden model beside it, and a
 log of the cycles an AXI4 request is offered."""
 
+import copy
+import itertools
 from types import SimpleNamespace
 
 import cocotb
@@ -26,7 +28,7 @@ __all__ = ["csr_write", "csr_read", "axi_ram", "attach_memory", "setup", "progra
            "open_memory", "ValidLog", "request_octets", "command_octets", "completion",
            "LoopbackPorts", "lcw_tdata", "NicPairSides", "XgmiiStarts", "PAIR_PARAMS",
            "random_requests", "issue", "collect_completions", "probe_latency", "RdmaAreas",
-           "run_rdma", "nic_params", "cut_port"]
+           "run_rdma", "nic_params", "run_link_loss"]
 
 
 async def csr_write(dut, addr, data, prefix=""):
@@ -298,11 +300,11 @@ def random_requests(rng, count, memory_lines, first_tag=0, store_fraction=0.5,
         yield store, size, tag, line, payload
 
 
-def model_answer(side, request):
-    """The ``(status, load data or None)`` the golden model of ``side``'s peer gives
-    ``request`` (executing it there)."""
+def model_answer(side, request, model=None):
+    """The ``(status, load data or None)`` the golden model of ``side``'s peer (or ``model``)
+    gives ``request`` (executing it there)."""
     store, size, tag, line, payload = request
-    response = side.peer.model.handle(Frame(
+    response = (model or side.peer.model).handle(Frame(
         opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=side.peer.id,
         src=side.id, size=size, tag=tag, line=line, payload=payload))
     return (CompletionStatus(response.status),
@@ -496,23 +498,37 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
     return SimpleNamespace(statuses=statuses, cycles=cycles, octets=octets[0], errors=errors)
 
 
-async def cut_port(pair, rng, count, memory_lines, replay_timeout=100):
-    """Link loss with frames queued (spec §10): A's line to B on port 0 is cut, then A sends
-    ``count`` random requests to B on ``memory_lines`` lines. The frames that take port 0 go
-    into its LLR (lost on the line) as long as B's credits last (start the pair with few
-    credits on B's port 0), then wait in its CBFC queue; when the LLR gives up
-    (FLUSH, after ``replay_timeout`` × (``replay_max`` + 1) cycles) the port goes down and what
-    its queues hold is steered again, to the other ports.
+async def run_link_loss(dut, rng, count, *, credits=16, memory_lines=None,
+                        replay_timeout=100, **start):
+    """Link loss with frames queued (spec §10): the pair is started (``start``: as
+    :meth:`NicPairSides.start`) with B advertising ``credits`` per VC on its port 0, one
+    read/write window over all memory and the links up; then A's line to B on port 0 is cut
+    and A sends ``count`` random requests to B on the first ``memory_lines`` lines (all of
+    them by default). The frames that take port 0 go into its LLR (lost on the line) as long
+    as B's credits last, then wait in its CBFC queue; when the LLR gives up (FLUSH, after
+    ``replay_timeout`` × (``replay_max`` + 1) cycles) the port goes down and what its queues
+    hold is steered again, to the other ports.
 
-    Every request must complete once: TIMEOUT if its frame was lost in the LLR (then it was
-    never executed), otherwise as the golden model executing the others in issue order says
-    (status and load data), and B's memory must equal the model's. Returns the ``errors``
-    (must be empty) and the cycles and counts seen: ``cut`` (line cut), ``down`` (A's port 0
-    leaves ``links_up``), ``last_sent`` (the last frame port 0's CBFC transmitter handed to
-    its LLR), ``last_diverted`` (the last frame it gave back), ``sent`` and ``diverted`` (those
-    frames since the cut), ``lost`` (TIMEOUT completions)."""
-    dut = pair.dut
+    Every request must complete once, TIMEOUT or as the golden model executing the requests
+    in issue order says (status and load data), and B's memory must equal the model's. A
+    TIMEOUT says only that the request or its response was lost: its frame went into the dead
+    LLR (never executed), or B executed it and its response took B's port 0, which B still
+    believes up but which no longer delivers (A's port 0 is down and sends B no ACKs). So the
+    model runs
+    with each timed-out store executed or not, and one of those choices must match
+    everything; and every timed-out request must have taken port 0 one way or the other.
+    Returns the ``errors`` (must be empty) and the cycles and counts seen: ``cut`` (line
+    cut), ``down`` (A's port 0 leaves ``links_up``), ``last_sent`` (the last frame port 0's
+    CBFC transmitter handed to its LLR), ``last_diverted`` (the last frame it gave back),
+    ``sent`` and ``diverted`` (those frames since the cut), ``lost`` (TIMEOUT completions),
+    ``lost_responses`` (of those, the ones whose request B may have executed: its response
+    path is B's port 0)."""
+    pair = await NicPairSides.start(dut, rng, rx_credits=[("b", 0, credits)], **start)
+    await pair.program_windows([Window(0, pair.memory_lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.wait_links()
+    memory_lines = memory_lines or pair.memory_lines
     a, b = pair.sides
+    initial = copy.deepcopy(b.model)
     getattr(dut, "a_p0_replay_timeout").value = replay_timeout
     getattr(dut, "ab0_link_up").value = 0
 
@@ -553,25 +569,57 @@ async def cut_port(pair, rng, count, memory_lines, replay_timeout=100):
             errors.append(f"tag {tag} completed twice")
         statuses[tag] = status
         order.append(tag)
-    # The model executes every request that was not lost, in the order A sent them.
-    expected = {}
-    for request in requests:
-        tag = request[2]
-        if statuses.get(tag) != CompletionStatus.TIMEOUT:
-            expected[tag] = model_answer(a, request)
-            if statuses.get(tag) != expected[tag][0]:
-                errors.append(f"tag {tag}: {statuses.get(tag)}, model {expected[tag][0].name}")
-    await check_load_data(a, order, expected, errors)
-    memory = b.ram.read(0, len(b.model.memory))
-    if memory != bytes(b.model.memory):
-        lines = sorted({k // LINE_OCTETS for k, (x, y) in enumerate(zip(memory, b.model.memory))
-                        if x != y})
-        errors.append(f"B's memory differs from the model on lines {lines[:8]}")
+    lost = [request for request in requests
+            if statuses.get(request[2]) == CompletionStatus.TIMEOUT]
+    everything = (1 << pair.ports) - 1
+    via = {request[2]: (select_port(b.id, ls_entropy(request[3]), everything),
+                        select_port(a.id, ls_entropy(request[3]), everything))
+           for request in lost}
+    errors += [f"tag {tag} timed out on paths (A→B, B→A) {ports}, neither port 0"
+               for tag, ports in via.items() if 0 not in ports]
+    # Load data arrives in completion order, one packet per load answered OK.
+    stores = {request[2]: request[0] for request in requests}
+    loads = [tag for tag in order if not stores[tag] and statuses[tag] == CompletionStatus.OK]
+    for _ in range(1000):
+        if a.cpl_data.count() >= len(loads):
+            break
+        await RisingEdge(dut.clk)
+    data = {tag: bytes((await a.cpl_data.recv()).tdata)
+            for tag in loads[:a.cpl_data.count()]}
+    if len(data) != len(loads):
+        errors.append(f"{len(data)} load data packets, {len(loads)} expected")
+    memory = b.ram.read(0, len(initial.memory))
+    maybe = [request for request in lost if request[0]]
+    assert len(maybe) <= 12, f"{len(maybe)} stores timed out: too many to check"
+    for executed in itertools.product((False, True), repeat=len(maybe)):
+        run = dict(zip((request[2] for request in maybe), executed))
+        model, wrong = copy.deepcopy(initial), []
+        for request in requests:
+            tag = request[2]
+            if run.get(tag, tag not in via):
+                answer = model_answer(a, request, model)
+                if tag in via:
+                    continue
+                if statuses.get(tag) != answer[0]:
+                    wrong.append(f"tag {tag}: {statuses.get(tag)}, model {answer[0].name}")
+                elif answer[1] is not None and data.get(tag) != answer[1]:
+                    wrong.append(f"tag {tag}: load data differs")
+        if memory != bytes(model.memory):
+            lines = sorted({k // LINE_OCTETS for k, (x, y) in
+                            enumerate(zip(memory, model.memory)) if x != y})
+            wrong.append(f"B's memory differs from the model on lines {lines[:8]}")
+        if not wrong:
+            break
+        if not any(executed):
+            first_wrong = wrong     # reported: the choice "no timed-out store executed"
+    else:
+        errors += first_wrong
     seen.update({
         "errors": errors,
         "sent": frames("count_frames_sent") - sent0,
         "diverted": frames("count_frames_diverted") - diverted0,
-        "lost": sum(status == CompletionStatus.TIMEOUT for status in statuses.values()),
+        "lost": len(lost),
+        "lost_responses": sum(ports[1] == 0 for ports in via.values()),
         "purges": a.value("count_purges"),
     })
     return seen

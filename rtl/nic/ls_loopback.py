@@ -24,7 +24,8 @@ class EngineLoopback(wiring.Component):
     Request frames whose OEFH dst equals ``drop_dst`` are discarded on the way, as a lost
     frame would be: their operations must complete with TIMEOUT. ``tap_req_*`` and
     ``tap_rsp_*`` show the request and response frame streams (valid, ready, first, last) for
-    latency measurement. Every other member is the requester's (its ``m_axi_*`` renamed
+    latency measurement. A requester's ``fail`` input is left idle (nothing is unroutable
+    here). Every other member is the requester's (its ``m_axi_*`` renamed
     ``{requester_axi}_*`` when ``requester_axi`` is given) or the target's (``count_*``
     prefixed ``target_``).
     """
@@ -34,7 +35,7 @@ class EngineLoopback(wiring.Component):
         self._names = {}
         members = {}
         for name, member in requester.signature.members.items():
-            if name not in ("o", "i"):
+            if name not in ("o", "i", "fail"):
                 ours = name
                 if requester_axi and name.startswith("m_axi_"):
                     ours = requester_axi + name[len("m_axi"):]
@@ -56,7 +57,7 @@ class EngineLoopback(wiring.Component):
         m.submodules.requester = req = self._requester
         m.submodules.target = tgt = self._target
         for name, member in req.signature.members.items():
-            if name in ("o", "i"):
+            if name in ("o", "i", "fail"):
                 continue
             forward_member(m, getattr(self, self._names[name]), getattr(req, name), member)
         for name, member in tgt.signature.members.items():

@@ -45,6 +45,8 @@ class CompletionStatus(enum.Enum, shape=3):
     TIMEOUT = 4
     #: The tag was already outstanding or beyond ``tags``: the request was not sent.
     BAD_TAG = 5
+    #: No port reaches the destination (spec §9): the request frame was dropped at the NIC.
+    UNREACHABLE = 6
 
 
 class LsRequestLayout(data.StructLayout):
@@ -60,6 +62,12 @@ class CompletionLayout(data.StructLayout):
     """One completion: the request's ``tag`` and a :class:`CompletionStatus` (2 octets)."""
     def __init__(self):
         super().__init__({"tag": TAG_BITS, "status": CompletionStatus, "pad": 1})
+
+
+class _Failed(data.StructLayout):
+    """What the requester keeps of a dropped request frame's header."""
+    def __init__(self):
+        super().__init__({"opcode": Opcode, "size": LsSize, "tag": TAG_BITS, "dst": 12})
 
 
 class _Entry(data.StructLayout):
@@ -83,6 +91,13 @@ class LsRequester(wiring.Component):
     counted (``unexpected``); one that names an outstanding tag but does not match it is
     dropped and counted (``mismatched``) and the request stays outstanding.
 
+    **Unreachable.** The header of a request frame that could not be sent (no port reaches its
+    dst, spec §9) comes back on ``fail`` into a queue of :attr:`fail_depth` entries (``tags``,
+    at least 4, at most 64: one per outstanding request, so that the sender of the header
+    does not wait for the GPU to take completions); if it is the outstanding request of its
+    tag (same opcode, size and dst) the request completes with UNREACHABLE, otherwise it is
+    counted (``stale_fails``: the request already timed out) and ignored.
+
     **Timeouts.** A scanner visits one tag per cycle in which no response is being completed;
     a request outstanding for ``timeout_cycles`` or more completes with TIMEOUT when the scanner
     reaches it, so within ``timeout_cycles + tags`` cycles (more under a flood of responses).
@@ -96,6 +111,8 @@ class LsRequester(wiring.Component):
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
     o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
         Request frames out, response frames in.
+    fail : In(stream.Signature(HeaderLayout()))
+        Headers of request frames dropped as unroutable (one per cycle).
     outstanding : Out(range(tags + 1))
         Requests sent and not yet completed.
     count_* : Out(32)
@@ -105,18 +122,23 @@ class LsRequester(wiring.Component):
     transfer. A completion is offered :attr:`RX_LATENCY` cycles after the last beat of its
     response frame.
     """
-    COUNTERS = ("requests", "completions", "timeouts", "bad_tags", "unexpected", "mismatched")
+    COUNTERS = ("requests", "completions", "timeouts", "bad_tags", "unexpected", "mismatched",
+                "unreachable", "stale_fails")
     #: ``req`` transfer → first frame beat on ``o`` (the deparser's register).
     TX_LATENCY = 2
     #: Last response beat on ``i`` → ``cpl`` valid: the parser 1, the payload's last beat
     #: taken (length checked) 1, the completion 1. Load data is held until then (the length
     #: check), so ``cpl_data`` follows the completion.
     RX_LATENCY = 3
+    #: ``fail`` transfer → its UNREACHABLE ``cpl`` valid, when the completion side is idle:
+    #: the queue 2, the table read 1, the check 1.
+    FAIL_LATENCY = 4
 
     def __init__(self, beat_octets=8, tags=64, timeout_cycles=4096):
         self.beat_octets = check_beat_octets(beat_octets)
         self.tags = check_tags(tags)
         self.timeout_cycles = check_timeout(timeout_cycles)
+        self.fail_depth = max(4, min(self.tags, 64))
         super().__init__({
             "local_id": In(12),
             "req": In(stream.Signature(LsRequestLayout())),
@@ -125,6 +147,7 @@ class LsRequester(wiring.Component):
             "cpl_data": Out(PacketStream(beat_octets)),
             "o": Out(PacketStream(beat_octets)),
             "i": In(PacketStream(beat_octets)),
+            "fail": In(stream.Signature(HeaderLayout())),
             "outstanding": Out(range(tags + 1)),
             **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
         })
@@ -218,6 +241,18 @@ class LsRequester(wiring.Component):
         # --- responses in, timeouts, completions ---------------------------------------------
         m.submodules.parser = parser = OefhParser(W)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
+        m.submodules.fail_q = fail_q = SyncFIFOBuffered(width=_Failed().size,
+                                                        depth=self.fail_depth)
+        fail_in = Signal(_Failed())
+        fail_out = _Failed()(fail_q.r_data)
+        failed = Signal(_Failed())
+        head = self.fail.payload
+        m.d.comb += [
+            fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
+            fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst),
+            fail_q.w_data.eq(fail_in), fail_q.w_en.eq(self.fail.valid),
+            self.fail.ready.eq(fail_q.w_rdy),
+        ]
         rh = Signal(HeaderLayout())
         ls = rh.th.ls
         entry = Signal(_Entry())
@@ -251,22 +286,42 @@ class LsRequester(wiring.Component):
                 m.d.sync += scanned.eq(0)
                 with m.If(expired):
                     m.d.sync += [cpl_tag.eq(ptr_r), status.eq(CompletionStatus.TIMEOUT)]
-                    m.next = "TIMEOUT"
+                    m.next = "ERROR"
                 with m.Elif(refused):
                     m.d.sync += [cpl_tag.eq(refused_tag), status.eq(CompletionStatus.BAD_TAG)]
                     m.next = "REFUSED"
+                with m.Elif(fail_q.r_rdy):
+                    m.d.comb += [fail_q.r_en.eq(1), rsp_rd.addr.eq(fail_out.tag)]
+                    m.d.sync += failed.eq(fail_out)
+                    m.next = "FAIL"
                 with m.Elif(parser.header.valid):
                     m.d.comb += parser.header.ready.eq(1)
                     m.d.sync += [rh.eq(parser.header.payload), octets.eq(0)]
                     m.next = "CHECK"
                 with m.Else():
                     m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
-            with m.State("TIMEOUT"):
+            with m.State("FAIL"):
+                # The table entry of the dropped request's tag is on rsp_rd.data this cycle.
+                sent_as = Mux(rsp_rd.data.store, failed.opcode == Opcode.STORE_REQ,
+                              failed.opcode == Opcode.LOAD_REQ)
+                with m.If((failed.tag < self.tags) & (busy >> failed.tag[:tag_bits])[0] &
+                          sent_as & (failed.size == rsp_rd.data.size) &
+                          (failed.dst == rsp_rd.data.dst)):
+                    m.d.sync += [cpl_tag.eq(failed.tag),
+                                 status.eq(CompletionStatus.UNREACHABLE)]
+                    m.next = "ERROR"
+                with m.Else():
+                    counters["stale_fails"].increment(m, 1)
+                    m.next = "IDLE"
+            with m.State("ERROR"):
+                # TIMEOUT or UNREACHABLE: the request is given up.
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
                     m.d.sync += busy.bit_select(cpl_tag[:tag_bits], 1).eq(0)
                     m.d.comb += clear_busy.eq(1)
-                    counters["timeouts"].increment(m, 1)
+                    counters["timeouts"].increment(m, status == CompletionStatus.TIMEOUT)
+                    counters["unreachable"].increment(
+                        m, status == CompletionStatus.UNREACHABLE)
                     m.next = "IDLE"
             with m.State("REFUSED"):
                 m.d.comb += self.cpl.valid.eq(1)

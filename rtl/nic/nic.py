@@ -17,8 +17,8 @@ are reachable and up), §10 (SEN received per port), §11.
                SEN LCWs received on port p ─▶ Reachability.lcw{p}; LLR up ─▶ links_up
 """
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Signal, Cat, C
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import PacketArbiter
@@ -28,7 +28,7 @@ from ..link.layouts import MAC_BEAT_OCTETS
 from ..link.link_end import add_line, line_members
 from ..link.llr_tx import TxState
 from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
-from ..wire import OEFH, VirtualChannel, lanes_to_value
+from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value
 from .ls_requester import LsRequester
 from .ls_responder import LsTarget
 from .rdma_requester import RdmaRequester
@@ -52,7 +52,11 @@ class FrameSteer(wiring.Component):
     then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no
     port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
     has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
-    per cycle. ``idle`` is high between frames (no frame started, none being sent).
+    per cycle. The header of an unroutable frame (its first 16 octets as a
+    :class:`HeaderLayout`: the OEFH and an L/S TH whole) is then offered on ``failed`` — for the
+    requester to fail the operation at once (spec §9) — and the next frame waits until it is
+    taken; a frame of one beat has no TH and is not reported. ``idle`` is high between frames
+    (no frame started, none being sent, no ``failed`` offered).
     ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
     the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
 
@@ -61,13 +65,15 @@ class FrameSteer(wiring.Component):
     back-pressure. Throughput: one beat per cycle within a frame, plus the lookup's cycles
     between frames.
     """
-    def __init__(self, ports, vcs=NIC_VCS, octets=MAC_BEAT_OCTETS):
+    def __init__(self, ports, vcs=NIC_VCS):
         self.ports = check_ports(ports)
         self.vcs = vcs
+        octets = MAC_BEAT_OCTETS
         super().__init__({
             "i": In(PacketStream(octets)),
             **{f"o{p}_vc{v}": Out(PacketStream(octets)) for p in range(ports)
                for v in range(vcs)},
+            "failed": Out(stream.Signature(HeaderLayout())),
             "lookup_valid": Out(1), "lookup_dst": Out(DST_WIDTH),
             "lookup_entropy": Out(ENTROPY_WIDTH),
             "result_valid": In(1), "result_port": In(range(MAX_PORTS)), "result_none": In(1),
@@ -86,6 +92,9 @@ class FrameSteer(wiring.Component):
         bad_vc = SaturatingCounter("count_bad_vc")
         m.d.comb += [self.count_unroutable.eq(unroutable.value),
                      self.count_bad_vc.eq(bad_vc.value)]
+        # A dropped frame's first beats, for ``failed``.
+        first, second, unroutable_frame = Signal(), Signal(), Signal()
+        head = Signal(8 * MAC_BEAT_OCTETS)
         outputs = {(p, v): getattr(self, f"o{p}_vc{v}")
                    for p in range(self.ports) for v in range(self.vcs)}
 
@@ -111,6 +120,8 @@ class FrameSteer(wiring.Component):
                     with m.Elif(self.result_none | (vc >= self.vcs)):
                         unroutable.increment(m, self.result_none)
                         bad_vc.increment(m, ~self.result_none)
+                        m.d.sync += [first.eq(1), second.eq(0),
+                                     unroutable_frame.eq(self.result_none)]
                         m.next = "DROP"
                     with m.Else():
                         # The first beat leaves in the answer's cycle.
@@ -125,11 +136,26 @@ class FrameSteer(wiring.Component):
                     m.next = "IDLE"
             with m.State("DROP"):
                 m.d.comb += self.i.ready.eq(1)
-                with m.If(self.i.valid & beat.last):
+                with m.If(self.i.valid):
+                    m.d.sync += [second.eq(first), first.eq(0), head.eq(beat.data)]
+                    with m.If(second):
+                        # Ref: spec §4 — OEFH and L/S TH are the frame's first 14 octets.
+                        m.d.sync += self.failed.payload.eq(
+                            Cat(C(0, 8 * (HEADER_OCTETS - 16)),
+                                lanes_to_value(Cat(head, beat.data), 16)))
+                    with m.If(beat.last):
+                        m.next = "IDLE"
+                        with m.If(unroutable_frame & ~first):
+                            m.next = "REPORT"
+            with m.State("REPORT"):
+                m.d.comb += self.failed.valid.eq(1)
+                with m.If(self.failed.ready):
                     m.next = "IDLE"
         return m
 
 
+#: Members of an engine the NIC wires itself.
+_ENGINE_INTERNAL = ("o", "i", "fail")
 #: Members of a port's :class:`CbfcEnd` the NIC wires itself.
 _PORT_INTERNAL = (*(f"{d}_vc{v}" for d in "io" for v in range(NIC_VCS)), "lcw_rx", "pause",
                   "purge", "purging", "divert")
@@ -217,7 +243,7 @@ class Nic(wiring.Component):
         members = {}
         for engine, rename in self._engines:
             for name, member in engine.signature.members.items():
-                if name not in ("o", "i"):
+                if name not in _ENGINE_INTERNAL:
                     members[rename(name)] = member
         for p, end in enumerate(self._ends):
             for name, member in end.signature.members.items():
@@ -260,7 +286,7 @@ class Nic(wiring.Component):
                                                          "rdma_requester", "rdma_target")):
             m.submodules[name] = engine
             for member_name, member in engine.signature.members.items():
-                if member_name not in ("o", "i"):
+                if member_name not in _ENGINE_INTERNAL:
                     forward_member(m, getattr(self, rename(member_name)),
                                    getattr(engine, member_name), member)
         req, tgt, rdma_req, rdma_tgt = (engine for engine, _ in self._engines)
@@ -276,6 +302,12 @@ class Nic(wiring.Component):
         for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
             wiring.connect(m, engine.o, getattr(tx_merge, f"i{k}"))
         self._resteer(m, tx_merge.o, steer, reach)
+        # Ref: spec §9 — an L/S request no port reaches completes at once (UNREACHABLE); an
+        # RDMA packet so dropped leaves its message to time out, a response its requester.
+        with m.If(steer.failed.payload.oefh.vc == VirtualChannel.LS_REQ):
+            wiring.connect(m, steer.failed, req.fail)
+        with m.Else():
+            m.d.comb += steer.failed.ready.eq(1)
         m.d.comb += [
             reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
             reach.i_entropy.eq(steer.lookup_entropy),
