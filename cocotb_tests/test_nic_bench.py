@@ -30,6 +30,7 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
     assert result["target_store_issue_cycles"] == LsTarget.STORE_ISSUE_LATENCY
     assert result["target_load_response_cycles"] == LsTarget.LOAD_RESPONSE_LATENCY
     assert result["reachability_latency_cycles"] == Reachability.LATENCY
+    assert result["unreachable_latency_cycles"] == LsRequester.FAIL_LATENCY
     assert result["tx_latency_cycles"] == Nic.TX_LATENCY
     assert result["rx_latency_cycles"] == Nic.RX_LATENCY
     engines = result["engines_only"]

@@ -690,6 +690,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     reachability table's lookup latency and failover, and ECP5 builds (``synth``)."""
     from .rtl.nic.ls_responder import LsTarget
     from .rtl.nic.reachability import Reachability
+    from .sim.nic_blocks import measure_fail_latency
     from .sim.nic_tb import PAIR_PARAMS
     from .sim.runner import run_bench
     runs = [run_bench("nic_ls_target", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
@@ -733,6 +734,9 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                          "ls_round_trip_cycles": trip["load_round_trip_cycles"],
                          "ls_store_round_trip_cycles": trip["store_round_trip_cycles"]},
         "reachability_latency_cycles": Reachability.LATENCY,
+        # Ref: spec §9 — a dropped request's header back at the requester -> its UNREACHABLE
+        # completion (Amaranth simulator, sim/nic_blocks.py).
+        "unreachable_latency_cycles": measure_fail_latency(),
         # Ref: spec §10, docs/nic.md §8 — A's line to B on port 0 cut under load: cycles from
         # the cut to the last frame A's port 0 handed to its LLR (the last frame sent to the
         # dead path), to the port going down (LLR FLUSH), to the last queued frame re-steered.
@@ -847,7 +851,9 @@ def _nic_table(result):
                          f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
     f = result["failover"]
     lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles (a SEN "
-                  f"steers the lookups of its own cycle)",
+                  f"steers the lookups of its own cycle); unroutable L/S request: dropped "
+                  f"header -> UNREACHABLE completion {result['unreachable_latency_cycles']} "
+                  f"cycles",
               f"link loss under load (A->B line of port 0 cut): last frame into the dead port "
               f"{result['failover_cycles']} cycles after the cut, port down (LLR FLUSH) after "
               f"{f['link_down_cycles']}, {f['frames_resteered']} queued frames re-steered by "
