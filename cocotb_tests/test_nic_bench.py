@@ -8,6 +8,7 @@ import json
 from ethlink.rtl.nic.ls_requester import LsRequester
 from ethlink.rtl.nic.ls_responder import LsTarget
 from ethlink.rtl.nic.nic import Nic
+from ethlink.rtl.nic.rdma_requester import RdmaRequester
 from ethlink.rtl.nic.reachability import Reachability
 
 KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_response_cycles",
@@ -31,6 +32,7 @@ def test_bench_nic_without_synthesis(tmp_path, cli):
     assert result["target_load_response_cycles"] == LsTarget.LOAD_RESPONSE_LATENCY
     assert result["reachability_latency_cycles"] == Reachability.LATENCY
     assert result["unreachable_latency_cycles"] == LsRequester.FAIL_LATENCY
+    assert result["rdma_unreachable_latency_cycles"] == RdmaRequester.FAIL_LATENCY
     assert result["tx_latency_cycles"] == Nic.TX_LATENCY
     assert result["rx_latency_cycles"] == Nic.RX_LATENCY
     engines = result["engines_only"]

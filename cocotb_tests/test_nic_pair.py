@@ -41,7 +41,7 @@ from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
 from ethlink.sim.models.nic import Window
 from ethlink.sim.models.path import ls_entropy, select_port
 from ethlink.sim.nic_tb import (NicPairSides, PAIR_PARAMS, RdmaAreas, collect_completions,
-                                completion, issue, lcw_tdata, nic_params,
+                                command_octets, completion, issue, lcw_tdata, nic_params,
                                 probe_latency, random_requests, run_link_loss, run_rdma)
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import wait_idle
@@ -181,7 +181,7 @@ def sen_word(endpoint, reachable, event):
 
 @cocotb.test()
 async def failover(dut):
-    params = export_params()
+    params = nic_params()
     ports = params["ports"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     pair = await NicPairSides.start(dut, rng)
@@ -231,6 +231,25 @@ async def failover(dut):
     assert a.value("count_purges") == ports
     assert a.value("count_unreachable") == 5
     assert a.value("count_timeouts") == a.value("count_stale_fails") == 0
+
+    # DMA commands too: WRITEs of 1 and 4 packets and READs complete UNREACHABLE at once,
+    # and nothing reaches B.
+    areas = RdmaAreas(1 << params["addr_width"], params["messages"])
+    commands = [areas.command(rng, ident, b.id, params["mtu"], read=bool(ident % 2),
+                              length=(64, 4 * params["mtu"])[ident // 2 % 2], misaligned=0)
+                for ident in range(8)]
+    packets = sum(1 if cmd.read else -(-cmd.length // params["mtu"]) for cmd in commands)
+    for cmd in commands:
+        await a.cmds.send(command_octets(cmd))
+    await wait_idle(dut, [a.cmds], [(a.rdma_cpls, len(commands))],
+                    timeout_cycles=params["timeout_cycles"] // 8)
+    got = sorted([completion((await a.rdma_cpls.recv()).tdata) for _ in commands])
+    assert got == [(cmd.id, CompletionStatus.UNREACHABLE) for cmd in commands]
+    assert a.value("count_unroutable") == 5 + packets
+    assert a.value("rdma_count_unreachable") == len(commands)
+    for name in ("timeouts", "stale_fails", "fail_overflows"):
+        assert a.value(f"rdma_count_{name}") == 0, f"rdma_count_{name}"
+    assert b.value("rdma_target_count_write_packets") == b.value("rdma_target_count_reads") == 0
 
     # Port 0 comes back; a stale SEN (an old event number) does not take it away again.
     await sen(0, True, 2)

@@ -48,6 +48,7 @@ async def bogus_responses(dut):
     beat, mtu, messages = p["beat_octets"], p["mtu"], p["messages"]
     size = 1 << p["addr_width"]
     dut.local_id.value = LOCAL
+    dut.s_axis_fail_tvalid.value = 0        # nothing is unroutable here (test_nic_unreachable)
     await start(dut)
     ram, local = axi_ram(dut, "m_axi", rng, axi_pause=0.2)
     remote = bytearray(rng.randbytes(size))

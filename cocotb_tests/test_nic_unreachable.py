@@ -11,11 +11,15 @@
 
 import random
 
+from amaranth.sim import Simulator
+
 from ethlink.rtl.nic.ls_requester import LsRequester, CompletionStatus
-from ethlink.rtl.wire import LsSize
+from ethlink.rtl.nic.rdma_requester import RdmaRequester
+from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.cbfc_blocks import run
 from ethlink.sim.nic_blocks import (REACHABLE, UNREACHABLE, TIMEOUT_CYCLES, SteeredRequester,
-                                    Watch, measure_fail_latency, request)
+                                    Watch, command, measure_fail_latency, request,
+                                    read_server, wait_for)
 
 def test_unreachable_requests_complete_at_once():
     rng = random.Random(7)
@@ -80,3 +84,145 @@ def test_unreachable_requests_complete_at_once():
 def test_fail_latency():
     """What ``ethlink bench nic`` reports is what the requester states."""
     assert measure_fail_latency() == LsRequester.FAIL_LATENCY
+
+
+#: The RDMA harness's timeout: far above the time a 1 KiB WRITE takes to be read and sent, so
+#: that an UNREACHABLE completion that waited for it would show.
+RDMA_TIMEOUT = 512
+
+
+def test_rdma_unreachable_messages_complete_at_once():
+    """Random WRITEs and READs, 1 octet to 1 KiB (1 to 4 packets), to a reachable and an
+    unreachable endpoint, completions back-pressured: every message completes once, the
+    unreachable ones UNREACHABLE long before a timeout and without a packet leaving, the
+    others (nobody answers) TIMEOUT."""
+    rng = random.Random(11)
+    top = SteeredRequester(rdma=True, timeout_cycles=RDMA_TIMEOUT)
+    req = top.requester
+    watch = Watch(top)
+    expected, issued, lengths = {}, {}, {}
+    packets = 0
+
+    async def bench(ctx):
+        nonlocal packets
+        ctx.set(req.local_id, 1)
+        for n in range(48):
+            ident = n % 16
+            while sum(tag == ident for tag, _, _ in watch.completions) < n // 16:
+                ctx.set(req.cpl.ready, rng.random() < 0.6)
+                await ctx.tick()
+            read, dst = rng.random() < 0.5, rng.choice((REACHABLE, UNREACHABLE))
+            length = rng.choice((rng.randint(1, 64), rng.randint(1, 1024), 256, 1024))
+            await command(ctx, req, ident, dst, read, length)
+            expected[n] = (CompletionStatus.UNREACHABLE if dst == UNREACHABLE
+                           else CompletionStatus.TIMEOUT)
+            issued[n], lengths[n] = watch.now, length
+            if dst == REACHABLE:
+                packets += 1 if read else -(-length // 256)
+            for _ in range(rng.choice((0, 1, 3))):
+                ctx.set(req.cpl.ready, rng.random() < 0.6)
+                await ctx.tick()
+        while len(watch.completions) < 48:
+            ctx.set(req.cpl.ready, rng.random() < 0.6)
+            await ctx.tick()
+        await ctx.tick().repeat(RDMA_TIMEOUT + 100)
+
+        got = {}
+        for tag, status, cycle in watch.completions:
+            n = next(n for n in range(tag, 48, 16) if n not in got)
+            got[n] = status
+            if status == CompletionStatus.UNREACHABLE:
+                # Read, sent and dropped at about a beat per cycle, then completed.
+                assert cycle - issued[n] < lengths[n] // 8 + 60, \
+                    f"message {n} waited {cycle - issued[n]} cycles"
+        assert got == expected
+        unreachable = sum(s == CompletionStatus.UNREACHABLE for s in expected.values())
+        assert watch.frames_out == packets, "an unreachable message's packet left"
+        assert ctx.get(req.count_unreachable) == unreachable
+        assert ctx.get(req.count_timeouts) == 48 - unreachable
+        assert ctx.get(req.count_stale_fails) == ctx.get(req.count_fail_overflows) == 0
+        assert ctx.get(req.outstanding) == 0
+
+    run(top, watch, bench, read_server(req, rng))
+
+
+def test_rdma_partly_unreachable_write():
+    """A 4-packet WRITE whose paths die while it is sent: a dropped middle packet makes the
+    message complete UNREACHABLE (when it would have timed out: the target cannot finish it),
+    a dropped last packet at once."""
+    rng = random.Random(12)
+    top = SteeredRequester(rdma=True, timeout_cycles=RDMA_TIMEOUT)
+    req = top.requester
+    watch = Watch(top)
+
+    async def bench(ctx):
+        ctx.set(req.local_id, 1)
+        ctx.set(req.cpl.ready, 1)
+        for ident, dropped in ((3, 1), (4, 3)):
+            out = watch.frames_out
+            await command(ctx, req, ident, REACHABLE, False, 1024)
+            start = watch.now
+            # Packet ``dropped`` (0…3) finds no path; the others leave.
+            await wait_for(ctx, lambda: watch.frames_out == out + dropped)
+            ctx.set(top.drop_all, 1)
+            fails = len(watch.fails)
+            await wait_for(ctx, lambda: len(watch.fails) > fails)
+            ctx.set(top.drop_all, 0)
+            await wait_for(ctx, lambda: len(watch.completions) > ident - 3)
+            tag, status, cycle = watch.completions[-1]
+            assert (tag, status) == (ident, CompletionStatus.UNREACHABLE)
+            waited = cycle - start
+            if dropped < 3:
+                assert waited > RDMA_TIMEOUT, "completed before the rest of it was sent"
+                assert watch.frames_out == out + 3
+            else:
+                assert waited < 200, f"the last packet's drop completed it {waited} cycles on"
+        assert ctx.get(req.count_unreachable) == 2
+        assert ctx.get(req.count_timeouts) == 0
+
+    run(top, watch, bench, read_server(req, rng))
+
+
+def test_rdma_stale_fails():
+    """A dropped packet's header that does not name an outstanding message of its dst and
+    kind completes nothing (``stale_fails``); the one that does completes it."""
+    req = RdmaRequester(8, messages=16, mtu=256, timeout_cycles=RDMA_TIMEOUT)
+    completions = []
+
+    async def fail(ctx, msg, dst, opcode):
+        ctx.set(req.fail.payload, {"oefh": {"dst": dst},
+                                   "th": {"rdma": {"opcode": opcode, "msg": msg, "last": 1}}})
+        ctx.set(req.fail.valid, 1)
+        await ctx.tick()
+        ctx.set(req.fail.valid, 0)
+        await ctx.tick().repeat(8)
+
+    async def bench(ctx):
+        ctx.set(req.local_id, 1)
+        ctx.set(req.o.ready, 1)
+        ctx.set(req.cpl.ready, 1)
+        await command(ctx, req, 5, REACHABLE, True, 64)
+        await ctx.tick().repeat(10)
+        await fail(ctx, 6, REACHABLE, Opcode.READ_REQ)       # not outstanding
+        await fail(ctx, 5, UNREACHABLE, Opcode.READ_REQ)     # another dst
+        await fail(ctx, 5, REACHABLE, Opcode.WRITE)          # another kind
+        assert completions == [] and ctx.get(req.count_stale_fails) == 3
+        await fail(ctx, 5, REACHABLE, Opcode.READ_REQ)
+        assert completions == [(5, CompletionStatus.UNREACHABLE)]
+        assert ctx.get(req.count_stale_fails) == 3 and ctx.get(req.count_unreachable) == 1
+
+    async def collect(ctx):
+        async for _, _, valid, ready, tag, status in ctx.tick().sample(
+                req.cpl.valid, req.cpl.ready, req.cpl.payload.tag, req.cpl.payload.status):
+            if valid and ready:
+                completions.append((tag, CompletionStatus(status)))
+
+    sim = Simulator(req)
+    sim.add_clock(1e-8)
+    sim.add_process(collect)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_rdma_fail_latency():
+    assert measure_fail_latency(rdma=True) == RdmaRequester.FAIL_LATENCY

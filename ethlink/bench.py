@@ -737,6 +737,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
         # Ref: spec §9 — a dropped request's header back at the requester -> its UNREACHABLE
         # completion (Amaranth simulator, sim/nic_blocks.py).
         "unreachable_latency_cycles": measure_fail_latency(),
+        "rdma_unreachable_latency_cycles": measure_fail_latency(rdma=True),
         # Ref: spec §10, docs/nic.md §8 — A's line to B on port 0 cut under load: cycles from
         # the cut to the last frame A's port 0 handed to its LLR (the last frame sent to the
         # dead path), to the port going down (LLR FLUSH), to the last queued frame re-steered.
@@ -851,9 +852,10 @@ def _nic_table(result):
                          f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
     f = result["failover"]
     lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles (a SEN "
-                  f"steers the lookups of its own cycle); unroutable L/S request: dropped "
-                  f"header -> UNREACHABLE completion {result['unreachable_latency_cycles']} "
-                  f"cycles",
+                  f"steers the lookups of its own cycle); unroutable L/S request (RDMA READ): "
+                  f"dropped header -> UNREACHABLE completion "
+                  f"{result['unreachable_latency_cycles']} "
+                  f"({result['rdma_unreachable_latency_cycles']}) cycles",
               f"link loss under load (A->B line of port 0 cut): last frame into the dead port "
               f"{result['failover_cycles']} cycles after the cut, port down (LLR FLUSH) after "
               f"{f['link_down_cycles']}, {f['frames_resteered']} queued frames re-steered by "

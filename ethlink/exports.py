@@ -309,7 +309,8 @@ EXPORTS = {export.name: export for export in (
            "READ_REQ, ACK/READ_RSP to completions, AXI4 manager port to local memory",
            params={**_BEAT, "messages": _RDMA["messages"], "mtu": _RDMA["mtu"],
                    "timeout_cycles": _NIC["timeout_cycles"], "addr_width": _NIC["addr_width"]},
-           prefixes={"cmd": "s_axis_cmd", "cpl": "m_axis_cpl", "i": "s_axis", "o": "m_axis"}),
+           prefixes={"cmd": "s_axis_cmd", "cpl": "m_axis_cpl", "i": "s_axis", "o": "m_axis",
+                     "fail": "s_axis_fail"}),
     Export("nic_rdma_target", "ethlink.rtl.nic.rdma_target:RdmaTarget",
            "NIC RDMA target: WRITE placement with per-message ACK, READ_REQ served in MTU "
            "packets, memory windows, AXI4 manager port",

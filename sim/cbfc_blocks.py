@@ -68,11 +68,15 @@ async def lcw(ctx, port, lcw_type, vc, credits):
     ctx.set(port.valid, 0)
 
 
-def run(dut, clock, bench):
+def run(dut, clock, bench, *background):
+    """Simulate ``dut`` with ``clock``'s process until ``bench`` returns; ``background``
+    testbenches (endless models of the block's surroundings) run beside it."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_process(clock.process)
     sim.add_testbench(bench)
+    for model in background:
+        sim.add_testbench(model, background=True)
     sim.run()
 
 

@@ -20,7 +20,7 @@ from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VE
 from .ls_responder import LINE_OCTETS, MAX_LS_OCTETS, LINE_BITS
 
 __all__ = ["LsRequester", "LsRequestLayout", "CompletionLayout", "CompletionStatus",
-           "check_tags", "check_timeout"]
+           "check_tags", "check_timeout", "fail_queue", "FAIL_DEPTH_MAX"]
 
 TAG_BITS = dict(LS_TH.fields)["tag"]
 #: Bits of the cycle stamps the timeout is measured with.
@@ -58,6 +58,25 @@ class LsRequestLayout(data.StructLayout):
                           "line": LINE_BITS, "pad": 1})
 
 
+#: Entries of a requester's queue of unroutable-frame headers, at most.
+FAIL_DEPTH_MAX = 64
+
+
+def fail_queue(m, fail, entry, depth, overflows):
+    """Queue the headers of dropped frames arriving on ``fail`` as ``entry`` (a struct value
+    made of ``fail.payload``) in a FIFO of ``depth`` entries, which is returned.
+
+    ``fail`` is always ready: its sender is the NIC's steering, whose transmit path must never
+    wait for the GPU to take completions (else a GPU holding its completions back would also
+    hold back the responses this NIC owes to others). A header that finds the queue full is
+    dropped and counted on ``overflows``; its operation then times out instead.
+    """
+    m.submodules.fail_q = queue = SyncFIFOBuffered(width=entry.shape().size, depth=depth)
+    m.d.comb += [queue.w_data.eq(entry), queue.w_en.eq(fail.valid), fail.ready.eq(1)]
+    overflows.increment(m, fail.valid & ~queue.w_rdy)
+    return queue
+
+
 class CompletionLayout(data.StructLayout):
     """One completion: the request's ``tag`` and a :class:`CompletionStatus` (2 octets)."""
     def __init__(self):
@@ -93,10 +112,11 @@ class LsRequester(wiring.Component):
 
     **Unreachable.** The header of a request frame that could not be sent (no port reaches its
     dst, spec §9) comes back on ``fail`` into a queue of :attr:`fail_depth` entries (``tags``,
-    at least 4, at most 64: one per outstanding request, so that the sender of the header
-    does not wait for the GPU to take completions); if it is the outstanding request of its
-    tag (same opcode, size and dst) the request completes with UNREACHABLE, otherwise it is
-    counted (``stale_fails``: the request already timed out) and ignored.
+    at least 4, at most 64: one per outstanding request); ``fail`` is never held back, and a
+    header that finds the queue full is dropped and counted (``fail_overflows``: the request
+    then times out). If it is the outstanding request of its tag (same opcode, size and dst)
+    the request completes with UNREACHABLE, otherwise it is counted (``stale_fails``: the
+    request already timed out) and ignored.
 
     **Timeouts.** A scanner visits one tag per cycle in which no response is being completed;
     a request outstanding for ``timeout_cycles`` or more completes with TIMEOUT when the scanner
@@ -112,7 +132,7 @@ class LsRequester(wiring.Component):
     o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
         Request frames out, response frames in.
     fail : In(stream.Signature(HeaderLayout()))
-        Headers of request frames dropped as unroutable (one per cycle).
+        Headers of request frames dropped as unroutable (one per cycle, always ready).
     outstanding : Out(range(tags + 1))
         Requests sent and not yet completed.
     count_* : Out(32)
@@ -123,7 +143,7 @@ class LsRequester(wiring.Component):
     response frame.
     """
     COUNTERS = ("requests", "completions", "timeouts", "bad_tags", "unexpected", "mismatched",
-                "unreachable", "stale_fails")
+                "unreachable", "stale_fails", "fail_overflows")
     #: ``req`` transfer → first frame beat on ``o`` (the deparser's register).
     TX_LATENCY = 2
     #: Last response beat on ``i`` → ``cpl`` valid: the parser 1, the payload's last beat
@@ -138,7 +158,7 @@ class LsRequester(wiring.Component):
         self.beat_octets = check_beat_octets(beat_octets)
         self.tags = check_tags(tags)
         self.timeout_cycles = check_timeout(timeout_cycles)
-        self.fail_depth = max(4, min(self.tags, 64))
+        self.fail_depth = max(4, min(self.tags, FAIL_DEPTH_MAX))
         super().__init__({
             "local_id": In(12),
             "req": In(stream.Signature(LsRequestLayout())),
@@ -241,18 +261,13 @@ class LsRequester(wiring.Component):
         # --- responses in, timeouts, completions ---------------------------------------------
         m.submodules.parser = parser = OefhParser(W)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
-        m.submodules.fail_q = fail_q = SyncFIFOBuffered(width=_Failed().size,
-                                                        depth=self.fail_depth)
         fail_in = Signal(_Failed())
+        head = self.fail.payload
+        m.d.comb += [fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
+                     fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst)]
+        fail_q = fail_queue(m, self.fail, fail_in, self.fail_depth, counters["fail_overflows"])
         fail_out = _Failed()(fail_q.r_data)
         failed = Signal(_Failed())
-        head = self.fail.payload
-        m.d.comb += [
-            fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
-            fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst),
-            fail_q.w_data.eq(fail_in), fail_q.w_en.eq(self.fail.valid),
-            self.fail.ready.eq(fail_q.w_rdy),
-        ]
         rh = Signal(HeaderLayout())
         ls = rh.th.ls
         entry = Signal(_Entry())

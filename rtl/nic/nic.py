@@ -53,9 +53,10 @@ class FrameSteer(wiring.Component):
     port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
     has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
     per cycle. The header of an unroutable frame (its first 16 octets as a
-    :class:`HeaderLayout`: the OEFH and an L/S TH whole) is then offered on ``failed`` — for the
-    requester to fail the operation at once (spec §9) — and the next frame waits until it is
-    taken; a frame of one beat has no TH and is not reported. ``idle`` is high between frames
+    :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an RDMA TH's opcode, flags and
+    msg, the rest zero) is then offered on ``failed`` — for the requester to fail the
+    operation at once (spec §9) — and the next frame waits until it is taken (the NIC's
+    requesters always take it); a frame of one beat has no TH and is not reported. ``idle`` is high between frames
     (no frame started, none being sent, no ``failed`` offered).
     ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
     the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
@@ -171,8 +172,10 @@ class Nic(wiring.Component):
     **Transmit.** Frames of the four engines are merged a frame at a time (round robin), and
     :class:`FrameSteer` sends each to the port that :class:`Reachability` picks for its
     ``dst`` and ``entropy`` among the ports that reach ``dst`` and whose link is up (spec §9).
-    A frame no port reaches is dropped and counted (``count_unroutable``); a request or
-    command so lost completes with TIMEOUT. The merge is shared: an RDMA packet of ``mtu``
+    A frame no port reaches is dropped and counted (``count_unroutable``); its header goes
+    back to its requester (``FrameSteer.failed``), and the L/S request or the RDMA message it
+    belongs to completes with UNREACHABLE; a response so lost leaves the remote request to
+    time out. The merge is shared: an RDMA packet of ``mtu``
     octets holds it for ``mtu / 8`` cycles, which an L/S request behind it waits.
 
     **Re-steering** (spec §10). When a port's path dies — a SEN taken on it saying an
@@ -302,12 +305,15 @@ class Nic(wiring.Component):
         for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
             wiring.connect(m, engine.o, getattr(tx_merge, f"i{k}"))
         self._resteer(m, tx_merge.o, steer, reach)
-        # Ref: spec §9 — an L/S request no port reaches completes at once (UNREACHABLE); an
-        # RDMA packet so dropped leaves its message to time out, a response its requester.
-        with m.If(steer.failed.payload.oefh.vc == VirtualChannel.LS_REQ):
-            wiring.connect(m, steer.failed, req.fail)
-        with m.Else():
-            m.d.comb += steer.failed.ready.eq(1)
+        # Ref: spec §9 — a request no port reaches completes at once (UNREACHABLE); a
+        # response so dropped leaves the remote request to time out.
+        m.d.comb += steer.failed.ready.eq(1)
+        for vc, engine in ((VirtualChannel.LS_REQ, req), (VirtualChannel.RDMA_REQ, rdma_req)):
+            ours = steer.failed.payload.oefh.vc == vc
+            m.d.comb += [engine.fail.payload.eq(steer.failed.payload),
+                         engine.fail.valid.eq(steer.failed.valid & ours)]
+            with m.If(ours):
+                m.d.comb += steer.failed.ready.eq(engine.fail.ready)
         m.d.comb += [
             reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
             reach.i_entropy.eq(steer.lookup_entropy),

@@ -20,7 +20,8 @@ from ..stream import PacketStream, check_beat_octets, drive_counters, COUNTER_WI
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION, RDMA_TH
 from .axi import axi4_read_members, axi4_write_members, check_addr_width
 from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
-from .ls_requester import CompletionLayout, CompletionStatus, check_timeout, STAMP_BITS
+from .ls_requester import (CompletionLayout, CompletionStatus, check_timeout, fail_queue,
+                           STAMP_BITS, FAIL_DEPTH_MAX)
 
 __all__ = ["RdmaRequester", "RdmaCommandLayout", "check_messages", "check_mtu",
            "MSG_BITS", "LENGTH_BITS", "RDMA_ADDR_BITS"]
@@ -62,6 +63,12 @@ class _Progress(data.StructLayout):
         super().__init__({"placed": LENGTH_BITS, "stamp": STAMP_BITS, "failed": 1})
 
 
+class _Failed(data.StructLayout):
+    """What the requester keeps of a dropped WRITE or READ_REQ packet's header."""
+    def __init__(self):
+        super().__init__({"msg": MSG_BITS, "dst": 12, "read": 1, "last": 1})
+
+
 class RdmaRequester(wiring.Component):
     """Execute DMA commands against a remote NIC; complete every command exactly once.
 
@@ -94,6 +101,16 @@ class RdmaRequester(wiring.Component):
     message with no activity (its last packet sent, or a READ_RSP placed) for
     ``timeout_cycles`` completes with TIMEOUT.
 
+    **Unreachable.** The header of a packet that could not be sent (no port reaches its dst,
+    spec §9) comes back on ``fail`` (never held back) into a queue of :attr:`fail_depth`
+    entries; a header that finds it full is dropped and counted (``fail_overflows``). A header
+    that names an outstanding message (same msg, dst and kind) marks it *unreachable*: the
+    target can no longer complete it. If the header is the message's last packet (a READ_REQ
+    always is) and the message is no longer being sent, the message completes with
+    UNREACHABLE at once; otherwise (a WRITE whose later packets still reached the target) it
+    completes with UNREACHABLE, not TIMEOUT, when it times out, unless a response completes
+    it first. A header naming no outstanding message is counted (``stale_fails``).
+
     Members
     -------
     local_id : In(12)
@@ -102,21 +119,29 @@ class RdmaRequester(wiring.Component):
         ``tag`` is the command's ``id``.
     o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
         WRITE/READ_REQ frames out (VC 2), ACK/READ_RSP frames in (FCS removed).
+    fail : In(stream.Signature(HeaderLayout()))
+        Headers of WRITE/READ_REQ frames dropped as unroutable (one per cycle, always ready).
     m_axi_* : the AXI4 manager port to local memory (reads for WRITE, writes for READ_RSP).
     outstanding : Out(range(messages + 1))
     count_* : Out(32)
         Saturating counters, :attr:`COUNTERS`.
 
     Latency: a command's first frame beat leaves :attr:`READ_REQ_LATENCY` cycles after its
-    ``cmd`` transfer for a READ; a WRITE's first beat follows its first read data by 1.
+    ``cmd`` transfer for a READ; a WRITE's first beat follows its first read data by 1. A
+    message's last packet reported on ``fail`` completes it :attr:`FAIL_LATENCY` cycles later
+    (the completion side idle).
 
     Throughput: one packet at a time each way; a WRITE streams at one beat per cycle within a
     packet.
     """
     COUNTERS = ("commands", "completions", "timeouts", "bad_ids", "refused", "packets_sent",
-                "packets_received", "unexpected", "mismatched", "axi_errors")
+                "packets_received", "unexpected", "mismatched", "axi_errors", "unreachable",
+                "stale_fails", "fail_overflows")
     #: ``cmd`` transfer → first READ_REQ beat on ``o``: the check 1, the table 1, the deparser 1.
     READ_REQ_LATENCY = 3
+    #: ``fail`` transfer → its UNREACHABLE ``cpl`` valid: the queue 2, the table read 1, the
+    #: check 1.
+    FAIL_LATENCY = 4
 
     def __init__(self, beat_octets=8, messages=16, mtu=1024, timeout_cycles=4096,
                  addr_width=32):
@@ -125,12 +150,14 @@ class RdmaRequester(wiring.Component):
         self.mtu = check_mtu(mtu)
         self.timeout_cycles = check_timeout(timeout_cycles)
         self.addr_width = check_addr_width(addr_width)
+        self.fail_depth = max(4, min(self.messages, FAIL_DEPTH_MAX))
         super().__init__({
             "local_id": In(12),
             "cmd": In(stream.Signature(RdmaCommandLayout())),
             "cpl": Out(stream.Signature(CompletionLayout())),
             "o": Out(PacketStream(beat_octets)),
             "i": In(PacketStream(beat_octets)),
+            "fail": In(stream.Signature(HeaderLayout())),
             **axi4_write_members("m_axi", addr_width, beat_octets),
             **axi4_read_members("m_axi", addr_width, beat_octets),
             "outstanding": Out(range(messages + 1)),
@@ -153,6 +180,7 @@ class RdmaRequester(wiring.Component):
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)
         busy = Signal(self.messages)
+        unreachable = Signal(self.messages)     # a packet of the message was dropped
         level = Signal(range(self.messages + 1))
         set_busy, clear_busy = Signal(), Signal()
         m.d.sync += level.eq(level + set_busy - clear_busy)
@@ -253,6 +281,7 @@ class RdmaRequester(wiring.Component):
                             static_wr.data.local.eq(cmd.local), set_busy.eq(1),
                         ]
                         m.d.sync += [busy.bit_select(cmd.id[:id_bits], 1).eq(1),
+                                     unreachable.bit_select(cmd.id[:id_bits], 1).eq(0),
                                      tx_active.eq(1)]
                         counters["commands"].increment(m, 1)
                         m.next = "START"
@@ -284,6 +313,14 @@ class RdmaRequester(wiring.Component):
         # --- responses in, timeouts, completions -----------------------------------------------
         m.submodules.parser = parser = OefhParser(W)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
+        fail_in = Signal(_Failed())
+        head = self.fail.payload
+        m.d.comb += [fail_in.msg.eq(head.th.rdma.msg), fail_in.dst.eq(head.oefh.dst),
+                     fail_in.read.eq(head.th.rdma.opcode == Opcode.READ_REQ),
+                     fail_in.last.eq(head.th.rdma.last)]
+        fail_q = fail_queue(m, self.fail, fail_in, self.fail_depth, counters["fail_overflows"])
+        fail_out = _Failed()(fail_q.r_data)
+        failed = Signal(_Failed())
         rh = Signal(HeaderLayout())
         r = rh.th.rdma
         m.d.comb += [static_rd.addr.eq(parser.header.payload.th.rdma.msg[:id_bits]),
@@ -300,6 +337,8 @@ class RdmaRequester(wiring.Component):
         status = Signal(CompletionStatus)
         m.d.comb += [self.cpl.payload.tag.eq(cpl_id), self.cpl.payload.status.eq(status)]
         counters["completions"].increment(m, self.cpl.valid & self.cpl.ready)
+        counters["unreachable"].increment(m, self.cpl.valid & self.cpl.ready &
+                                          (status == CompletionStatus.UNREACHABLE))
         after_drain = Signal()      # DRAIN goes on to CPL (else to IDLE)
 
         ptr = Signal(id_bits)
@@ -308,6 +347,9 @@ class RdmaRequester(wiring.Component):
         m.d.comb += progress_scan.addr.eq(ptr)
         expired = (scanned & (busy >> ptr_r)[0] & ~(tx_active & (cur.id[:id_bits] == ptr_r)) &
                    ((now - progress_scan.data.stamp)[:STAMP_BITS] >= self.timeout_cycles))
+        gave_up = Signal(CompletionStatus)      # the status of an expired message
+        m.d.comb += gave_up.eq(Mux((unreachable >> ptr_r)[0], CompletionStatus.UNREACHABLE,
+                                   CompletionStatus.TIMEOUT))
 
         # ``live``: a message of this msg is outstanding with the response's source (msg ids
         # are unique per source, spec §4.2); else the response is unexpected.
@@ -331,18 +373,38 @@ class RdmaRequester(wiring.Component):
             with m.State("IDLE"):
                 m.d.sync += scanned.eq(0)
                 with m.If(expired):
-                    m.d.sync += [cpl_id.eq(ptr_r), status.eq(CompletionStatus.TIMEOUT)]
-                    counters["timeouts"].increment(m, 1)
+                    m.d.sync += [cpl_id.eq(ptr_r), status.eq(gave_up)]
+                    counters["timeouts"].increment(m, gave_up == CompletionStatus.TIMEOUT)
                     m.next = "CPL"
                 with m.Elif(refused):
                     m.d.sync += [cpl_id.eq(refused_id), status.eq(refused_status)]
                     m.next = "REFUSED"
+                with m.Elif(fail_q.r_rdy):
+                    m.d.comb += [fail_q.r_en.eq(1), static_rd.addr.eq(fail_out.msg[:id_bits])]
+                    m.d.sync += failed.eq(fail_out)
+                    m.next = "FAIL"
                 with m.Elif(parser.header.valid):
                     m.d.comb += parser.header.ready.eq(1)
                     m.d.sync += rh.eq(parser.header.payload)
                     m.next = "CHECK"
                 with m.Else():
                     m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
+            with m.State("FAIL"):
+                # The static entry of the dropped packet's msg is on static_rd.data this cycle.
+                sending = tx_active & (cur.id == failed.msg)
+                with m.If((failed.msg < self.messages) & (busy >> failed.msg[:id_bits])[0] &
+                          (static_rd.data.dst == failed.dst) &
+                          (static_rd.data.read == failed.read)):
+                    with m.If(failed.last & ~sending):
+                        m.d.sync += [cpl_id.eq(failed.msg),
+                                     status.eq(CompletionStatus.UNREACHABLE)]
+                        m.next = "CPL"
+                    with m.Else():
+                        m.d.sync += unreachable.bit_select(failed.msg[:id_bits], 1).eq(1)
+                        m.next = "IDLE"
+                with m.Else():
+                    counters["stale_fails"].increment(m, 1)
+                    m.next = "IDLE"
             with m.State("REFUSED"):
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
