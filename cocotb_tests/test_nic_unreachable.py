@@ -11,8 +11,6 @@
 
 import random
 
-from amaranth.sim import Simulator
-
 from ethlink.rtl.nic.ls_requester import LsRequester, CompletionStatus
 from ethlink.rtl.nic.rdma_requester import RdmaRequester
 from ethlink.rtl.wire import LsSize, Opcode
@@ -187,7 +185,7 @@ def test_rdma_stale_fails():
     """A dropped packet's header that does not name an outstanding message of its dst and
     kind completes nothing (``stale_fails``); the one that does completes it."""
     req = RdmaRequester(8, messages=16, mtu=256, timeout_cycles=RDMA_TIMEOUT)
-    completions = []
+    completions = Completions(req)
 
     async def fail(ctx, msg, dst, opcode):
         ctx.set(req.fail.payload, {"oefh": {"dst": dst},
@@ -211,17 +209,21 @@ def test_rdma_stale_fails():
         assert completions == [(5, CompletionStatus.UNREACHABLE)]
         assert ctx.get(req.count_stale_fails) == 3 and ctx.get(req.count_unreachable) == 1
 
-    async def collect(ctx):
-        async for _, _, valid, ready, tag, status in ctx.tick().sample(
-                req.cpl.valid, req.cpl.ready, req.cpl.payload.tag, req.cpl.payload.status):
-            if valid and ready:
-                completions.append((tag, CompletionStatus(status)))
+    run(req, completions, bench)
 
-    sim = Simulator(req)
-    sim.add_clock(1e-8)
-    sim.add_process(collect)
-    sim.add_testbench(bench)
-    sim.run()
+
+class Completions(list):
+    """The (tag, status) of every completion ``req`` gives."""
+    def __init__(self, req):
+        super().__init__()
+        self.req = req
+
+    async def process(self, ctx):
+        cpl = self.req.cpl
+        async for _, _, valid, ready, tag, status in ctx.tick().sample(
+                cpl.valid, cpl.ready, cpl.payload.tag, cpl.payload.status):
+            if valid and ready:
+                self.append((tag, CompletionStatus(status)))
 
 
 def test_rdma_fail_latency():
