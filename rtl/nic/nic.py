@@ -56,8 +56,8 @@ class FrameSteer(wiring.Component):
     :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an RDMA TH's opcode, flags and
     msg, the rest zero) is then offered on ``failed`` — for the requester to fail the
     operation at once (spec §9) — and the next frame waits until it is taken (the NIC's
-    requesters always take it); a frame of one beat has no TH and is not reported. ``idle`` is high between frames
-    (no frame started, none being sent, no ``failed`` offered).
+    requesters always take it); a frame of one beat has no TH and is not reported. ``idle``
+    is high between frames (no frame started, none being sent, no ``failed`` offered).
     ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
     the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
 
@@ -175,8 +175,8 @@ class Nic(wiring.Component):
     A frame no port reaches is dropped and counted (``count_unroutable``); its header goes
     back to its requester (``FrameSteer.failed``), and the L/S request or the RDMA message it
     belongs to completes with UNREACHABLE; a response so lost leaves the remote request to
-    time out. The merge is shared: an RDMA packet of ``mtu``
-    octets holds it for ``mtu / 8`` cycles, which an L/S request behind it waits.
+    time out. The merge is shared: an RDMA packet of ``mtu`` octets holds it for ``mtu / 8``
+    cycles, which an L/S request behind it waits.
 
     **Re-steering** (spec §10). When a port's path dies — a SEN taken on it saying an
     endpoint is unreachable there, or its link going down — the port grants no new frame from
