@@ -1,7 +1,7 @@
 """CbfcTx and CbfcRx on their own, in Amaranth's simulator: the latencies their docstrings
 state, credits gating the VC arbiter, a stopped VC not blocking another, and the bad input
 each must drop and count (a frame on the wrong VC queue, a frame of an unknown VC, a frame that
-overruns its buffer)."""
+overruns its buffer, a frame longer than any the MAC passes)."""
 
 import random
 
@@ -11,6 +11,7 @@ from amaranth.sim import Simulator
 from ethlink.rtl.cbfc.cbfc_rx import CbfcRx
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
 from ethlink.rtl.cbfc.credit import frame_cost
+from ethlink.rtl.link.llr_tx import MAX_FRAME_WORDS
 from ethlink.rtl.stream import PacketStream
 from ethlink.rtl.wire import LcwType
 from ethlink.sim.cbfc_blocks import Clock, lcw, measure_latencies, run, send
@@ -78,11 +79,13 @@ def test_cbfc_rx():
     async def bench(ctx):
         ctx.set(dut.o[0].ready, 1)
         ctx.set(dut.o[1].ready, 0)          # VC 1's consumer is stopped
-        # Latency: last beat in t, first beat out on o[0] in t + LATENCY.
+        # Latency: first beat in t, first beat out on o[0] in t + LATENCY (cut-through), while
+        # the frame's tail is still arriving.
         await send(ctx, clock, dut.i, vc_body(rng, 0, 0, 100, fixed=True))
         await ctx.tick().repeat(20)
-        last = clock.lasts["i"][-1]
-        assert clock.firsts["o0"] == [last + CbfcRx.LATENCY], (clock.firsts, last)
+        start = clock.firsts["i"][-1]
+        assert clock.firsts["o0"] == [start + CbfcRx.LATENCY], (clock.firsts, start)
+        assert clock.firsts["o0"][0] < clock.lasts["i"][-1]
         assert ctx.get(dut.received[0]) == frame_cost(100, 64)
         assert ctx.get(dut.freed[0]) == frame_cost(100, 64)
         # A frame of VC 5 (this end has 2): dropped and counted.
@@ -239,6 +242,79 @@ def test_cbfc_tx_resteer():
     sim.add_clock(1e-8)
     sim.add_process(clock.process)
     sim.add_process(seen.process)
+    sim.add_testbench(bench)
+    sim.run()
+    assert done
+
+
+def test_cbfc_rx_cut_through():
+    """CbfcRx's buffer cuts through and still drops whole: random frames up to the longest
+    (and some longer), random gaps inside and between them, a consumer ready one cycle in
+    three and a sender ignoring credits, so that frames overrun the buffer all the time.
+    Every frame must come out whole and in order, or be dropped whole and counted; one longer
+    than :data:`MAX_FRAME_WORDS` words is dropped (no room) or cut to that many words and
+    counted; the credits all come back."""
+    rng = random.Random(6)
+    dut = CbfcRx(1, credit_size=64, buffer_octets=4096, update_period=1 << 16)
+    clock = Clock({"i": dut.i})
+    seen = _Frames(o=dut.o[0])
+    longest = MAX_FRAME_WORDS * 8
+    sent = []
+    done = {}
+
+    async def consumer(ctx):
+        while True:
+            ctx.set(dut.o[0].ready, rng.random() < 0.35)
+            await ctx.tick()
+
+    async def bench(ctx):
+        for index in range(120):
+            if index % 15 == 7:
+                body = vc_body(rng, 0, index, longest + rng.randint(1, 40), fixed=True)
+            else:
+                body = vc_body(rng, 0, index, rng.choice((40, 300, longest)))
+            sent.append(body)
+            chunks = [body[k:k + 8] for k in range(0, len(body), 8)]
+            for k, chunk in enumerate(chunks):
+                ctx.set(dut.i.valid, 1)
+                ctx.set(dut.i.payload.data, int.from_bytes(chunk.ljust(8, b"\0"), "little"))
+                ctx.set(dut.i.payload.keep, (1 << len(chunk)) - 1)
+                ctx.set(dut.i.payload.first, k == 0)
+                ctx.set(dut.i.payload.last, k == len(chunks) - 1)
+                await ctx.tick()
+                ctx.set(dut.i.valid, 0)
+                if rng.random() < 0.05:
+                    await ctx.tick().repeat(rng.randint(1, 4))
+            gap = rng.choice((0, 0, 1, 20))
+            if gap:
+                await ctx.tick().repeat(gap)
+        await ctx.tick().repeat(4096 * 3)
+        dropped, cut = check()
+        assert dropped > 10 and cut > 0, (dropped, cut)
+        assert ctx.get(dut.count_overruns[0]) == dropped + cut
+        assert ctx.get(dut.count_frames_received[0]) == len(seen.frames["o"])
+        assert ctx.get(dut.occupancy[0]) == 0
+        assert ctx.get(dut.received[0]) == ctx.get(dut.freed[0])
+        done["ok"] = True
+
+    def check():
+        out = seen.frames["o"]
+        k = dropped = cut = 0
+        for body in sent:
+            if k < len(out) and out[k] == body[:longest]:
+                if len(body) > longest:
+                    cut += 1
+                k += 1
+            else:
+                dropped += 1
+        assert k == len(out), f"frame {k} of {len(out)} out was never sent (or out of order)"
+        return dropped, cut
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_process(clock.process)
+    sim.add_process(seen.process)
+    sim.add_testbench(consumer, background=True)
     sim.add_testbench(bench)
     sim.run()
     assert done

@@ -352,15 +352,15 @@ def _framed_words(body_octets, ifg=12):
 def cbfc_credit_loop(rtt_cycles, frame_words, update_threshold, credit_size):
     """Cycles a credit takes to come back to the sender while frames of ``frame_words`` line
     words stream at the line rate (see :func:`bench_cbfc`)."""
-    return rtt_cycles + 3 * frame_words + update_threshold * credit_size // 8
+    return rtt_cycles + 2 * frame_words + update_threshold * credit_size // 8
 
 
 def cbfc_bdp_credits(rtt_cycles, frame_words, credit_size):
     """The credits that cover the credit loop when the update threshold is an eighth of the
     credits (the automatic threshold): the fixed point of
-    ``c = (rtt + 3 * frame_words + c / 8 * credit_size / 8) * 8 / credit_size``."""
+    ``c = (rtt + 2 * frame_words + c / 8 * credit_size / 8) * 8 / credit_size``."""
     import math
-    return math.ceil((rtt_cycles + 3 * frame_words) * 8 / credit_size * 8 / 7)
+    return math.ceil((rtt_cycles + 2 * frame_words) * 8 / credit_size * 8 / 7)
 
 
 def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, delays=None,
@@ -382,10 +382,10 @@ def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, 
 
     * ``rtt``: the link round trip measured by PING (``a_rtt``): both line delays and the
       MAC/LLR pipelines an LCW crosses out and back (the CREDIT_UPDATE's way back is the same);
-    * ``3 * frame_words``: a frame's credits are taken when it starts and freed when its last
-      beat leaves B's CBFC receive buffer: one frame time to put it on the line, one in the
-      LLR receive buffer (store and forward) and one in the CBFC receive buffer (store and
-      forward, then drained at one beat per cycle);
+    * ``2 * frame_words``: a frame's credits are taken when it starts and freed when its last
+      beat leaves B's CBFC receive buffer: one frame time to put it on the line and one in the
+      LLR receive buffer (store and forward); the CBFC receive buffer cuts through, so its
+      last beat leaves 2 cycles after it arrived;
     * ``update_threshold * credit_size / 8``: a CREDIT_UPDATE goes out once the limit moved by
       ``update_threshold`` credits (automatic: an eighth of the credits advertised), so freed
       credits wait for up to that many credits' worth of line time. With the threshold an
@@ -515,11 +515,11 @@ def _cbfc_table(result):
             f"{result['update_overhead_fraction'][d][knee]:>9.4f}")
     threshold = (f"{result['update_threshold']} credits" if result["update_threshold"]
                  else "BDP / 8 credits (automatic)")
-    lines.append(f"(cycles; loop = rtt + 3 frame times + update threshold of {threshold}; "
+    lines.append(f"(cycles; loop = rtt + 2 frame times + update threshold of {threshold}; "
                  f"BDP = ceil(loop x 8 / {result['credit_size']}); framed: whole frames at "
                  f"their cost)")
     lines.append(f"latency (cycles): CbfcTx last beat in -> first beat out "
-                 f"{result['cbfc_tx_latency_cycles']}, CbfcRx "
+                 f"{result['cbfc_tx_latency_cycles']}, CbfcRx first beat in -> first beat out "
                  f"{result['cbfc_rx_latency_cycles']}, CREDIT_UPDATE -> waiting frame out "
                  f"{result['cbfc_update_to_frame_cycles']}")
     lines.append(f"best {result['best_throughput']:.3f} of line rate, framing limit "

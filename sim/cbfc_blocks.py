@@ -82,8 +82,9 @@ def run(dut, clock, bench, *background):
 
 def measure_latencies():
     """Cycles, measured: a frame's last beat into CbfcTx (credits available, output idle) →
-    its first beat out; the same through CbfcRx; a CREDIT_UPDATE into CbfcTx that frees a
-    waiting frame → that frame's first beat out."""
+    its first beat out (store and forward); a frame's first beat into CbfcRx → its first beat
+    out (cut-through); a CREDIT_UPDATE into CbfcTx that frees a waiting frame → that frame's
+    first beat out."""
     result = {}
     rng = random.Random(1)
 
@@ -110,7 +111,7 @@ def measure_latencies():
         ctx.set(rx.o[0].ready, 1)
         await send(ctx, rx_clock, rx.i, vc_body(rng, 0, 0, 64, fixed=True))
         await ctx.tick().repeat(20)
-        result["cbfc_rx_latency_cycles"] = rx_clock.firsts["o"][0] - rx_clock.lasts["i"][0]
+        result["cbfc_rx_latency_cycles"] = rx_clock.firsts["o"][0] - rx_clock.firsts["i"][0]
 
     run(rx, rx_clock, rx_bench)
     return result

@@ -68,7 +68,8 @@ class CbfcEnd(wiring.Component):
         SYNCs sent/received, bogus ones, leaked credits recovered, frames of unknown VCs.
 
     Latency: CbfcTx (:attr:`CbfcTx.LATENCY`, 2 cycles from a frame's last beat in to its first
-    beat out) + the link + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles likewise); docs/cbfc.md.
+    beat out: store and forward) + the link + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles from a
+    frame's first beat in to its first beat out: cut-through); docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,

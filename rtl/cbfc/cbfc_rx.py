@@ -28,8 +28,9 @@ class CbfcRx(wiring.Component):
     for the room.
 
     * **Buffers.** Frames from the LLR receiver on ``i`` go, by their OEFH ``vc``, into a
-      store-and-forward buffer of ``buffer_octets`` per VC (block RAM, :class:`FrameFifo`),
-      drained on ``o[v]`` by that VC's consumer at its own pace. ``i`` is always ready: a VC
+      buffer of ``buffer_octets`` per VC (block RAM, :class:`FrameFifo`), drained on ``o[v]``
+      by that VC's consumer at its own pace. The LLR receiver has already checked every
+      frame whole, so a frame cuts through: its head is offered while its tail arrives. ``i`` is always ready: a VC
       buffer has room for everything the sender was allowed to send. A frame that does not
       fit (only a sender ignoring its credits can cause it) is dropped and counted
       (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``).
@@ -41,9 +42,8 @@ class CbfcRx(wiring.Component):
       a SYNC is held until as many frames have arrived on ``i`` as the LLR receiver held
       when it came (``llr_held``); then it is applied (:class:`CreditReceiver`).
 
-    Latency (:attr:`LATENCY`): a frame whose last beat arrives on ``i`` in cycle *t* offers
-    its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`). Throughput:
-    one beat per cycle in; each VC's output one beat per cycle.
+    Latency (:attr:`LATENCY`): a frame whose first beat arrives on ``i`` in cycle *t* offers
+    it on ``o[v]`` in *t* + 2 (cut-through, :class:`FrameFifo`). Throughput: one beat per cycle in; each VC's output one beat per cycle.
 
     Members
     -------
@@ -61,7 +61,8 @@ class CbfcRx(wiring.Component):
         CREDIT_UPDATE to send.
     received, freed, limit, occupancy : Out(ArrayLayout(20, vcs))
     count_frames_received, count_overruns, count_occupancy_high : Out(ArrayLayout(32, vcs))
-        Per VC: frames stored, frames dropped for lack of room, most credits ever held.
+        Per VC: frames stored, frames dropped for lack of room (or cut, being longer than
+        any frame the MAC passes), most credits ever held.
     count_bad_vc, count_updates_sent, count_syncs_received, count_leaked_credits,
     count_bogus_syncs : Out(32)
     """
@@ -107,7 +108,7 @@ class CbfcRx(wiring.Component):
         buffers = []
         for v in range(n):
             buffer = FrameFifo(words=words, frames=slots, credit_size=self.credit_size,
-                               drop_when_full=True)
+                               drop_when_full=True, cut_through=True)
             m.submodules[f"buffer{v}"] = buffer
             buffers.append(buffer)
             wiring.connect(m, buffer.o, wiring.flipped(self.o[v]))
@@ -134,7 +135,7 @@ class CbfcRx(wiring.Component):
                              credits.arrive_cost.eq(Mux(buffer.stored, buffer.stored_cost,
                                                         buffer.dropped_cost))]
             for name, strobe in (("count_frames_received", buffer.stored),
-                                 ("count_overruns", buffer.dropped)):
+                                 ("count_overruns", buffer.dropped | buffer.truncated)):
                 counter = SaturatingCounter(f"{name}{v}")
                 counter.increment(m, strobe)
                 m.d.comb += getattr(self, name)[v].eq(counter.value)

@@ -1,5 +1,5 @@
-"""A store-and-forward frame queue in block RAM that knows each frame's credit cost: the per-VC
-transmit queues and receive buffers of CBFC (spec §8) are both made of it."""
+"""A frame queue in block RAM that knows each frame's credit cost: the per-VC transmit queues
+(store and forward) and receive buffers (cut-through) of CBFC (spec §8) are both made of it."""
 
 from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import wiring
@@ -31,9 +31,10 @@ def check_queue_octets(name, octets):
 
 
 class FrameFifo(wiring.Component):
-    """Frames in on ``i``, out on ``o``, a frame becomes visible at ``o`` only once its last
-    beat is stored (so ``o`` never starves in the middle of a frame), with the credit cost of
-    every stored frame (``ceil((octets + FCS) / credit_size)``, spec §8).
+    """Frames in on ``i``, out on ``o``, with the credit cost of every stored frame
+    (``ceil((octets + FCS) / credit_size)``, spec §8). Store and forward by default: a frame
+    becomes visible at ``o`` only once its last beat is stored, so ``o`` never starves in the
+    middle of a frame and a frame can still be dropped at its end.
 
     ``words`` words of 8 octets (block RAM) and at most ``frames`` frames. A frame is dropped
     (the beats already stored are rolled back, the rest discarded) when it is longer than
@@ -47,6 +48,15 @@ class FrameFifo(wiring.Component):
     high: a queue that gives a frame back and takes it again at its tail in the same cycles
     (re-steering) then always finds a slot, although the frame still holds its own until its
     last beat has left.
+
+    With ``cut_through`` every frame is visible at ``o`` from its first beat, which is offered
+    2 cycles after it was taken; ``o`` then waits inside a frame for beats ``i`` has not
+    delivered yet. Dropping stays exact: the queue holds more than a longest frame, so when it
+    is full the reader is still in older frames and no beat of the frame dropped has left. A
+    frame longer than :data:`MAX_FRAME_WORDS` (which a MAC never delivers) may have begun to
+    leave by the time that is known, so it is cut to :data:`MAX_FRAME_WORDS` words instead of
+    dropped (the last of them leaves with ``last``; ``truncated`` strobes with it) and the
+    rest of it is discarded.
 
     Members
     -------
@@ -64,11 +74,16 @@ class FrameFifo(wiring.Component):
         Cost of the oldest stored frame (the one ``o`` offers or is sending).
     popped, popped_cost : Out(1), Out(COST_BITS)
         The last beat of a frame left on ``o`` (strobe), and that frame's cost.
+    truncated : Out(1)
+        Only with ``cut_through``: a too-long cut-through frame was cut (strobe; it is also
+        ``stored``, with the cost of what was kept).
 
     Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat was
-    taken on ``i`` (store and forward). Throughput: one beat per cycle in and out.
+    taken on ``i`` (store and forward), or 2 cycles after its first beat was taken when it cuts
+    through. Throughput: one beat per cycle in and out.
     """
-    def __init__(self, *, words, frames, credit_size, drop_when_full, spare_slot=False):
+    def __init__(self, *, words, frames, credit_size, drop_when_full, spare_slot=False,
+                 cut_through=False):
         check_queue_octets("words * 8", words * MAC_BEAT_OCTETS)
         if frames & (frames - 1) or frames < 2:
             raise ValueError(f"frames must be a power of two, at least 2, not {frames}")
@@ -77,6 +92,7 @@ class FrameFifo(wiring.Component):
         self.credit_size = credit_size
         self.drop_when_full = drop_when_full
         self.spare_slot = spare_slot
+        self.cut_through = cut_through
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
@@ -87,6 +103,7 @@ class FrameFifo(wiring.Component):
             "head_cost": Out(COST_BITS),
             "popped": Out(1), "popped_cost": Out(COST_BITS),
             **({"use_spare": In(1)} if spare_slot else {}),
+            **({"truncated": Out(1)} if cut_through else {}),
         })
 
     def elaborate(self, platform):
@@ -133,10 +150,17 @@ class FrameFifo(wiring.Component):
         drop_now = Signal()
         m.d.comb += drop_now.eq(take & ~(discard & ~first)
                                 & ((first & self.reject) | lost_now | too_long))
+        # Cut-through: a too-long frame's head may have left, so it is cut, not dropped.
+        cut = Signal()                 # this beat ends a too-long cut-through frame
+        trimmed = Signal()             # the rest of a cut frame is being discarded
+        if self.cut_through:
+            m.d.comb += [cut.eq(take & ~first & ~discard & ~drop_now & ~beat.last
+                                & (words_in == MAX_FRAME_WORDS - 1)),
+                         self.truncated.eq(cut)]
         writing = take & ~drop_now & ~(discard & ~first)
         m.d.comb += [
             wr.addr.eq(wr_ptr[:AW]),
-            wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep), wr.data.last.eq(beat.last),
+            wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep), wr.data.last.eq(beat.last | cut),
             wr.en.eq(writing),
         ]
         total = Signal(_OCTET_BITS)
@@ -149,15 +173,17 @@ class FrameFifo(wiring.Component):
             m.d.sync += [in_frame.eq(~beat.last), octets.eq(total),
                          words_in.eq(Mux(first, 1, words_in + 1))]
             with m.If(first):
-                m.d.sync += discard.eq(0)
+                m.d.sync += [discard.eq(0), trimmed.eq(0)]
+        with m.If(cut):
+            m.d.sync += [discard.eq(1), trimmed.eq(1)]
         with m.If(writing):
             m.d.sync += wr_ptr.eq(wr_ptr + 1)
         with m.If(drop_now):
             m.d.sync += [wr_ptr.eq(commit), discard.eq(1)]
         dropping = drop_now | (take & discard & ~first)
         m.d.comb += [
-            self.stored.eq(ends & ~dropping), self.stored_cost.eq(cost),
-            self.dropped.eq(ends & dropping), self.dropped_cost.eq(cost),
+            self.stored.eq((ends | cut) & ~dropping), self.stored_cost.eq(cost),
+            self.dropped.eq(ends & dropping & ~trimmed), self.dropped_cost.eq(cost),
             cost_wr.addr.eq(cost_in[:FW]), cost_wr.data.eq(cost), cost_wr.en.eq(self.stored),
         ]
         with m.If(self.stored):
@@ -165,8 +191,8 @@ class FrameFifo(wiring.Component):
         with m.If(ends):
             m.d.sync += discard.eq(0)
 
-        # --- reader: only committed words -----------------------------------------------------
-        sent_last = read_committed(m, rd, rd_ptr, commit, self.o)
+        # --- reader: committed words (cut-through: every word written) ----------------------
+        sent_last = read_committed(m, rd, rd_ptr, wr_ptr if self.cut_through else commit, self.o)
         m.d.comb += cost_head.addr.eq(cost_out[:FW])
         with m.If(sent_last):
             m.d.sync += cost_out.eq(cost_out + 1)

@@ -90,8 +90,9 @@ class LsResponder(wiring.Component):
         Saturating counters, names in :attr:`COUNTERS`.
 
     Latency (cycles, counted from the ``header`` transfer, memory answering at once, the
-    target idle): AR valid 3 cycles later for a load; for a store, AW valid 2 cycles after
-    the payload's last beat. A refused request's response header is offered one cycle later
+    target idle): AR valid 2 cycles later for a load; for a store, AW valid 1 cycle after
+    its payload's last beat is taken (the payload is taken from the cycle after the header,
+    one beat per cycle). A refused request's response header is offered one cycle later
     than its AR/AW would have been (it reaches the data stage at once).
 
     Throughput: the data phases run at one beat per cycle; back-to-back loads (or stores)
@@ -132,16 +133,21 @@ class LsResponder(wiring.Component):
         is_store = ls.opcode == Opcode.STORE_REQ
         lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
         m.d.comb += lines.eq(Const(1, 3) << ls.size)
+        # The status of the request on ``header``, decided as it is taken (from the parser's
+        # output register, so the window compares have a cycle of their own).
+        new = self.header.payload.th.ls
+        new_lines = Signal.like(lines)
+        m.d.comb += new_lines.eq(Const(1, 3) << new.size)
         end_line = Signal(LINE_BITS + 1)
-        m.d.comb += end_line.eq(ls.line + lines)
-        need = Cat(is_load, is_store)
+        m.d.comb += end_line.eq(new.line + new_lines)
+        need = Cat(new.opcode == Opcode.LOAD_REQ, new.opcode == Opcode.STORE_REQ)
         # Ref: spec §4.2 — the byte address must be aligned to the size.
-        misaligned = (ls.line & (lines - 1)) != 0
+        misaligned = (new.line & (new_lines - 1)) != 0
         addr_lines = 1 << (self.addr_width - 6)
         beyond = end_line > addr_lines
         granted = Signal()
-        m.d.comb += granted.eq(windows.granted(ls.line, end_line, need))
-        status = Signal(Status)      # decided in CHECK
+        m.d.comb += granted.eq(windows.granted(new.line, end_line, need))
+        status = Signal(Status)      # decided when the header is taken
         expected_octets = Signal(range(MAX_LS_OCTETS + 1))
         m.d.comb += expected_octets.eq(Mux(is_store, lines * LINE_OCTETS, 0))
         octets = Signal(range(MAX_LS_OCTETS + W + 1))   # payload octets seen (saturating)
@@ -218,15 +224,13 @@ class LsResponder(wiring.Component):
                 m.d.comb += self.header.ready.eq(1)
                 with m.If(self.header.valid):
                     m.d.sync += [req.eq(self.header.payload), octets.eq(0), pushed.eq(0)]
-                    m.next = "CHECK"
-            with m.State("CHECK"):
-                with m.If(misaligned | beyond):
-                    m.d.sync += status.eq(Status.ADDRESS_ERROR)
-                with m.Elif(~granted):
-                    m.d.sync += status.eq(Status.ACCESS_DENIED)
-                with m.Else():
-                    m.d.sync += status.eq(Status.OK)
-                m.next = "PAYLOAD"
+                    with m.If(misaligned | beyond):
+                        m.d.sync += status.eq(Status.ADDRESS_ERROR)
+                    with m.Elif(~granted):
+                        m.d.sync += status.eq(Status.ACCESS_DENIED)
+                    with m.Else():
+                        m.d.sync += status.eq(Status.OK)
+                    m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
                 # The request's payload: kept for an accepted store, else only counted.
                 # Octets past the expected length are only counted (a request buffers at most
@@ -389,11 +393,11 @@ class LsTarget(wiring.Component):
     on top of them.
     """
     #: Cycles from the frame beat that completes a LOAD_REQ's TH to AR valid: parser 1, header
-    #: taken 1, window check 1, the (empty) payload beat 1.
-    LOAD_ISSUE_LATENCY = 4
+    #: taken and window check 1, the (empty) payload beat 1.
+    LOAD_ISSUE_LATENCY = 3
     #: Cycles from a STORE_REQ's last frame beat to AW valid: parser 1 (the realigned last
-    #: payload beat), length check 1, AW 1.
-    STORE_ISSUE_LATENCY = 3
+    #: payload beat), the beat taken with the length check 1.
+    STORE_ISSUE_LATENCY = 2
     #: Cycles from the first read data (R valid) to the first LOAD_RSP beat on ``o``: read
     #: data and the response header go straight to the deparser, whose register is the cycle.
     LOAD_RESPONSE_LATENCY = 1

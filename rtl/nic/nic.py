@@ -226,9 +226,9 @@ class Nic(wiring.Component):
     TX_LATENCY = 9
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
     #: (``m_axi_arvalid``): the MAC and LLR take the frame whole (its FCS is checked before
-    #: any of it is passed on), CbfcRx 2, the port merge 0, the target 4
+    #: any of it is passed on), CbfcRx 2 (cut-through), the port merge 0, the target 3
     #: (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
-    RX_LATENCY = 15
+    RX_LATENCY = 13
 
     def __init__(self, *, ports=2, tags=64, timeout_cycles=4096, windows=8, addr_width=32,
                  messages=16, mtu=1024, contexts=8, **port_params):
