@@ -30,8 +30,9 @@ class CbfcRx(wiring.Component):
     * **Buffers.** Frames from the LLR receiver on ``i`` go, by their OEFH ``vc``, into a
       buffer of ``buffer_octets`` per VC (block RAM, :class:`FrameFifo`), drained on ``o[v]``
       by that VC's consumer at its own pace. The LLR receiver has already checked every
-      frame whole, so a frame cuts through: its head is offered while its tail arrives. ``i`` is always ready: a VC
-      buffer has room for everything the sender was allowed to send. A frame that does not
+      frame whole, so a frame cuts through: its head is offered while its tail arrives.
+      ``i`` is always ready: a VC buffer has room for everything the sender was allowed to
+      send. A frame that does not
       fit (only a sender ignoring its credits can cause it) is dropped and counted
       (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``).
     * **Credits.** ``credits`` credits per VC (default: the whole buffer, ``buffer_octets /
@@ -43,7 +44,8 @@ class CbfcRx(wiring.Component):
       when it came (``llr_held``); then it is applied (:class:`CreditReceiver`).
 
     Latency (:attr:`LATENCY`): a frame whose first beat arrives on ``i`` in cycle *t* offers
-    it on ``o[v]`` in *t* + 2 (cut-through, :class:`FrameFifo`). Throughput: one beat per cycle in; each VC's output one beat per cycle.
+    it on ``o[v]`` in *t* + 2 (cut-through, :class:`FrameFifo`). Throughput: one beat per
+    cycle in; each VC's output one beat per cycle.
 
     Members
     -------

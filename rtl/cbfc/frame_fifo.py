@@ -160,7 +160,8 @@ class FrameFifo(wiring.Component):
         writing = take & ~drop_now & ~(discard & ~first)
         m.d.comb += [
             wr.addr.eq(wr_ptr[:AW]),
-            wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep), wr.data.last.eq(beat.last | cut),
+            wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep),
+            wr.data.last.eq(beat.last | cut),
             wr.en.eq(writing),
         ]
         total = Signal(_OCTET_BITS)
