@@ -274,17 +274,8 @@ def test_cbfc_rx_cut_through():
             else:
                 body = vc_body(rng, 0, index, rng.choice((40, 300, longest)))
             sent.append(body)
-            chunks = [body[k:k + 8] for k in range(0, len(body), 8)]
-            for k, chunk in enumerate(chunks):
-                ctx.set(dut.i.valid, 1)
-                ctx.set(dut.i.payload.data, int.from_bytes(chunk.ljust(8, b"\0"), "little"))
-                ctx.set(dut.i.payload.keep, (1 << len(chunk)) - 1)
-                ctx.set(dut.i.payload.first, k == 0)
-                ctx.set(dut.i.payload.last, k == len(chunks) - 1)
-                await ctx.tick()
-                ctx.set(dut.i.valid, 0)
-                if rng.random() < 0.05:
-                    await ctx.tick().repeat(rng.randint(1, 4))
+            await send(ctx, clock, dut.i, body,
+                       idle=lambda: rng.randint(1, 4) if rng.random() < 0.05 else 0)
             gap = rng.choice((0, 0, 1, 20))
             if gap:
                 await ctx.tick().repeat(gap)

@@ -48,8 +48,9 @@ class Clock:
                 self.lcws.append(self.now)
 
 
-async def send(ctx, clock, port, body):
-    """Offer ``body`` on packet stream ``port`` back to back."""
+async def send(ctx, clock, port, body, idle=None):
+    """Offer ``body`` on packet stream ``port``, back to back or, with ``idle`` (a function
+    returning a number of cycles), with that many idle cycles after each beat."""
     for data, keep, first, last in _beats(body):
         ctx.set(port.valid, 1)
         ctx.set(port.payload.data, data)
@@ -57,6 +58,10 @@ async def send(ctx, clock, port, body):
         ctx.set(port.payload.first, first)
         ctx.set(port.payload.last, last)
         await ctx.tick().until(port.ready)
+        gap = idle() if idle else 0
+        if gap:
+            ctx.set(port.valid, 0)
+            await ctx.tick().repeat(gap)
     ctx.set(port.valid, 0)
 
 
