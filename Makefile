@@ -19,7 +19,7 @@ demo: $(BIN)/ethlink
 	$(BIN)/ethlink demo
 
 test: $(BIN)/ethlink
-	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(BIN)/ethlink
 	$(BIN)/ethlink lint

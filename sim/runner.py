@@ -33,8 +33,19 @@ __all__ = ["run_cocotb", "run_bench", "build", "waves_enabled", "export_params",
 #: Verilator configuration file with the project's narrow, commented lint waivers.
 LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
-#: Extra Verilator flags of every simulation build.
-BUILD_ARGS = ("-O2", "--x-assign", "fast", "--x-initial", "fast")
+#: Extra Verilator flags of every simulation build. ``-Wall`` (with the project's waivers)
+#: makes every simulated configuration a lint check too: a warning stops the build.
+#: cocotb's runner asks for ``--public-flat-rw``, which keeps every internal signal of the
+#: design as a VPI-writable variable and so stops Verilator from optimising any of them away;
+#: the testbenches drive and watch only the top module's ports, so only those are made public
+#: (:func:`_public_ports`). The model is about a sixth smaller, and builds and runs faster.
+BUILD_ARGS = ("-O2", "--x-assign", "fast", "--x-initial", "fast", "-Wall",
+              "--no-public-flat-rw")
+
+
+def _public_ports(export):
+    """Verilator configuration that makes the top module's ports (only) visible to cocotb."""
+    return f'`verilator_config\npublic_flat_rw -module "{export}" -var "*"\n'
 
 
 def waves_enabled():
@@ -77,7 +88,8 @@ def build(export, params=None):
         _check_fst_support()
     build_args = list(BUILD_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
     key = hashlib.sha256("\0".join(
-        [verilog, verilator_version(), " ".join(build_args), LINT_WAIVERS.read_text()]
+        [verilog, verilator_version(), " ".join(build_args), LINT_WAIVERS.read_text(),
+         _public_ports(export)]
     ).encode()).hexdigest()[:16]
     build_dir = build_cache_dir() / "verilator" / f"{export}-{key}"
     with _locked(build_dir.with_suffix(".lock")):
@@ -85,8 +97,10 @@ def build(export, params=None):
             build_dir.mkdir(parents=True, exist_ok=True)
             source = build_dir / f"{export}.v"
             source.write_text(verilog)
+            ports = build_dir / "public_ports.vlt"
+            ports.write_text(_public_ports(export))
             runner = get_runner("verilator")
-            runner.build(sources=[source, LINT_WAIVERS], hdl_toplevel=export,
+            runner.build(sources=[ports, LINT_WAIVERS, source], hdl_toplevel=export,
                          build_dir=build_dir, build_args=build_args, waves=waves,
                          always=True, log_file=build_dir / "build.log")
     return build_dir
