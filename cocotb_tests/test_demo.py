@@ -5,6 +5,7 @@ into it without losing a frame."""
 import json
 
 from ethlink.rtl.nic.nic import Nic
+from ethlink.sim import demo
 from ethlink.sim.demo import run_demo
 
 
@@ -36,7 +37,13 @@ def test_demo_report_figures():
     assert rdma["goodput_octets_per_cycle"] > 0
 
 
-def test_demo_command_writes_json(tmp_path, cli):
+def test_demo_command_writes_json(tmp_path, cli, monkeypatch):
+    # The command's own path (arguments, report, JSON) at a few frames per part; the figures
+    # of a full run are checked above.
+    monkeypatch.setitem(demo.DEFAULT_LINK_SCENARIO, "frames", 40)
+    monkeypatch.setitem(demo.DEFAULT_LINK_SCENARIO, "bers", [1e-4])
+    monkeypatch.setitem(demo.DEFAULT_NIC_SCENARIO, "requests", 40)
+    monkeypatch.setitem(demo.DEFAULT_NIC_SCENARIO, "rdma_commands", 8)
     target = tmp_path / "demo.json"
     code, out, _ = cli("demo", "--frames", "50", "--json", str(target))
     assert code == 0

@@ -5,6 +5,7 @@ more octets per cycle), and the RDMA goodput of every message size is measured."
 
 import json
 
+from ethlink import bench
 from ethlink.rtl.nic.ls_requester import LsRequester
 from ethlink.rtl.nic.ls_responder import LsTarget
 from ethlink.rtl.nic.nic import Nic
@@ -18,7 +19,10 @@ KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_re
         "ls_round_trip_cycles")
 
 
-def test_bench_nic_without_synthesis(tmp_path, cli):
+def test_bench_nic_without_synthesis(tmp_path, cli, monkeypatch):
+    # 16 KiB of RDMA per message size and op (the bench moves 64 KiB): one message of the
+    # largest size, 256 of the smallest.
+    monkeypatch.setitem(bench.RDMA_GOODPUT_SCENARIO, "octets", 1 << 14)
     target = tmp_path / "bench.json"
     code, out, _ = cli("bench", "nic", "--no-synth", "--frames", "30", "--json", str(target))
     assert code == 0

@@ -48,7 +48,8 @@ def bench_forwarding(widths=BEAT_WIDTHS, synth=True, device="LFE5UM5G-85F", fram
 
     rows = []
     for width in widths:
-        report = run_demo(beat_octets=width, scenario={"frames": frames}, link=False)
+        report = run_demo(beat_octets=width, scenario={"frames": frames}, link=False,
+                          nic=False)
         if report["mismatches"] or report["dropped"]:
             raise RuntimeError(f"forwarding at {width} octets/beat: frames differ from the model")
         for block in ("oefh_deparser", "oefh_parser"):

@@ -9,6 +9,7 @@ component from keyword parameters (integers), the parameters with their defaults
 from the block's stream members to AXI4-Stream prefixes.
 """
 
+import functools
 import importlib
 import sys
 from dataclasses import dataclass, field
@@ -343,16 +344,31 @@ EXPORTS = {export.name: export for export in (
 )}
 
 
-def build_export(name, params=None):
+def _export(name):
     if name not in EXPORTS:
         raise KeyError(f"no export named {name!r}; `ethlink verilog --list` lists them")
-    return EXPORTS[name].build(params)
+    return EXPORTS[name]
+
+
+def build_export(name, params=None):
+    return _export(name).build(params)
 
 
 def generate_verilog(name, params=None):
-    """Verilog text of export ``name`` with parameters ``params`` (a dict of str or int)."""
+    """Verilog text of export ``name`` with parameters ``params`` (a dict of str or int).
+
+    Elaboration is deterministic and takes over a minute for the largest exports (a NIC pair),
+    so the text is kept per resolved parameter set for the life of the process: a bench or a
+    test worker that builds or lints the same design several times elaborates it once.
+    """
+    resolved = _export(name).resolve_params(params or {})
+    return _convert(name, tuple(sorted(resolved.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _convert(name, params):
     from amaranth.back import verilog
-    return verilog.convert(build_export(name, params), name=name, emit_src=False)
+    return verilog.convert(build_export(name, dict(params)), name=name, emit_src=False)
 
 
 def _run(args):
