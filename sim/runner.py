@@ -38,7 +38,7 @@ LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 #: cocotb's runner asks for ``--public-flat-rw``, which keeps every internal signal of the
 #: design as a VPI-writable variable and so stops Verilator from optimising any of them away;
 #: the testbenches drive and watch only the top module's ports, so only those are made public
-#: (:func:`_public_ports`). The model is about a sixth smaller, and builds and runs faster.
+#: (:func:`_public_ports`). The model's C++ is about 30 % smaller, and it builds and runs faster.
 BUILD_ARGS = ("-O2", "--x-assign", "fast", "--x-initial", "fast", "-Wall",
               "--no-public-flat-rw")
 
