@@ -39,7 +39,7 @@ def test_demo_report_figures():
 
 def test_demo_command_writes_json(tmp_path, cli, monkeypatch):
     # The command's own path (arguments, report, JSON) at a few frames per part; the figures
-    # of a full run are checked above.
+    # the report carries are checked by test_demo_report_figures.
     monkeypatch.setitem(demo.DEFAULT_LINK_SCENARIO, "frames", 40)
     monkeypatch.setitem(demo.DEFAULT_LINK_SCENARIO, "bers", [1e-4])
     monkeypatch.setitem(demo.DEFAULT_NIC_SCENARIO, "requests", 40)
