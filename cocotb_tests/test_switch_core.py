@@ -11,6 +11,7 @@ import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
 
+from ethlink.rtl.regbus import word_value
 from ethlink.rtl.switch import csr
 from ethlink.rtl.switch.core import ZERO_LOAD_LATENCY
 from ethlink.sim.models import fcs, with_bad_version, with_bad_opcode, with_bad_size, FCS_OCTETS
@@ -73,13 +74,14 @@ async def registers(dut):
     values = await h.read_all([csr.ID, csr.PARAMS])
     assert values[0] == csr.ID_VALUE
     params = export_params()
-    assert values[1] & 0xFF == radix
-    assert values[1] >> 8 & 0xF == params.get("vc_classes", 2)
-    assert values[1] >> 16 & 1 == params.get("fifo", 0)
+    build = csr.ParamsWord.from_bits(values[1])
+    assert build.radix == radix
+    assert build.vc_classes == params.get("vc_classes", 2)
+    assert build.fifo == params.get("fifo", 0)
     assert await h.read_all([csr.PORT_CONFIG + p for p in range(radix)]) == \
         [csr.NO_ENDPOINT] * radix
     h.port_config(1, 0x123, 1)
-    assert await h.read_all([csr.PORT_CONFIG + 1]) == [0x123 | 1 << csr.SRC_CHECK_BIT]
+    assert await h.read_all([csr.PORT_CONFIG + 1]) == [word_value(csr.PortConfigWord, attached=0x123, src_check=1)]
     h.port_config(1, csr.NO_ENDPOINT, 0)
     if radix < 16:
         h.route(5, radix)          # no such port: no route

@@ -53,20 +53,23 @@ class PacketArbiter(wiring.Component):
     latency, one beat per cycle, and a frame waiting alone on an idle output passes in the
     cycle it is offered.
 
-    Members: ``i{k}`` : In(PacketStream(octets)) for k < n; ``o`` : Out(PacketStream(octets)).
+    Members
+    -------
+    i : In(PacketStream(octets)).array(n)
+    o : Out(PacketStream(octets))
     """
     def __init__(self, n, octets):
         if n < 1:
             raise ValueError(f"a packet arbiter needs at least one input, not {n}")
         self.n = n
         super().__init__({
-            **{f"i{k}": In(PacketStream(octets)) for k in range(n)},
+            "i": In(PacketStream(octets)).array(n),
             "o": Out(PacketStream(octets)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        inputs = [getattr(self, f"i{k}") for k in range(self.n)]
+        inputs = self.i
         if self.n == 1:
             wiring.connect(m, wiring.flipped(inputs[0]), wiring.flipped(self.o))
             return m

@@ -5,6 +5,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import Out
 
+from .params import check_power_of_two
+
 __all__ = ["DualPushQueue"]
 
 
@@ -32,8 +34,7 @@ class DualPushQueue(wiring.Component):
     Latency: an entry pushed in cycle *t* is valid at ``o`` in cycle *t + 1*.
     """
     def __init__(self, shape, depth=4):
-        if depth < 2 or depth & (depth - 1):
-            raise ValueError(f"depth must be a power of two, at least 2, not {depth}")
+        check_power_of_two("depth", depth, 2, 1 << 16)
         self._shape = shape
         self._depth = depth
         super().__init__({

@@ -1,4 +1,4 @@
-"""The packet stream every EthLink block speaks, and the counters every block keeps.
+"""The packet stream every EthLink block speaks.
 
 Stream rules (those of :mod:`amaranth.lib.stream`, kept by every block of the project):
 
@@ -18,30 +18,25 @@ An empty packet — a frame with no payload on a payload stream — is one beat 
 exactly one packet on the payload stream beside it.
 """
 
-from amaranth.hdl import Signal, Cat, Mux, unsigned
+from amaranth.hdl import Cat, unsigned
 from amaranth.lib import data, stream
 
-__all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "check_beat_octets",
-           "keep_count", "count_to_keep", "SaturatingCounter", "drive_counters",
-           "COUNTER_WIDTH"]
+from .params import OneOf, Param
+
+__all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "BEAT_OCTETS",
+           "keep_count", "count_to_keep"]
 
 #: Beat widths the packet datapath is built and verified for.
 SUPPORTED_BEAT_OCTETS = (8, 16, 32, 64)
 
-#: Width of every event counter; counters saturate instead of wrapping (spec §11).
-COUNTER_WIDTH = 32
-
-
-def check_beat_octets(octets):
-    if octets not in SUPPORTED_BEAT_OCTETS:
-        raise ValueError(f"beat_octets must be one of {SUPPORTED_BEAT_OCTETS}, not {octets!r}")
-    return octets
+#: The beat width of a block with a packet datapath of any supported width.
+BEAT_OCTETS = Param("octets per stream beat", OneOf(*SUPPORTED_BEAT_OCTETS))
 
 
 class PacketLayout(data.StructLayout):
     """One beat of a packet stream of ``octets`` octets: ``data``, ``keep``, ``first``, ``last``."""
     def __init__(self, octets):
-        self.octets = check_beat_octets(octets)
+        self.octets = BEAT_OCTETS.validate("beat_octets", octets)
         super().__init__({
             "data": unsigned(8 * octets),
             "keep": unsigned(octets),
@@ -64,33 +59,3 @@ def keep_count(keep, octets):
 def count_to_keep(count, octets):
     """``keep`` for a beat holding ``count`` octets from lane 0 (combinational)."""
     return Cat(*(count > i for i in range(octets)))
-
-
-class SaturatingCounter:
-    """A :data:`COUNTER_WIDTH`-bit event counter that sticks at its maximum instead of wrapping.
-
-    ``counter.increment(m, condition)`` adds the (synchronous) increment to module ``m``.
-    """
-    def __init__(self, name, width=COUNTER_WIDTH):
-        self.value = Signal(width, name=name)
-
-    def increment(self, m, condition):
-        with m.If(condition & (self.value != (1 << len(self.value)) - 1)):
-            m.d.sync += self.value.eq(self.value + 1)
-
-    def add(self, m, amount, condition):
-        """Add ``amount`` (an unsigned value) when ``condition``, sticking at the maximum."""
-        top = (1 << len(self.value)) - 1
-        total = Signal(len(self.value) + 1, name=f"{self.value.name}_sum")
-        m.d.comb += total.eq(self.value + amount)
-        with m.If(condition):
-            m.d.sync += self.value.eq(Mux(total > top, top, total))
-
-
-def drive_counters(m, component, names):
-    """A :class:`SaturatingCounter` per name of ``names``, each driving ``component``'s
-    ``count_{name}`` output in module ``m``; returns them by name."""
-    counters = {name: SaturatingCounter(f"count_{name}") for name in names}
-    for name, counter in counters.items():
-        m.d.comb += getattr(component, f"count_{name}").eq(counter.value)
-    return counters

@@ -30,7 +30,7 @@ __all__ = [
     "LLR_PAYLOAD", "CREDIT_PAYLOAD", "SEN_PAYLOAD", "TOKEN_PAYLOAD", "LCW_PAYLOADS",
     "Opcode", "VirtualChannel", "LsSize", "Status", "LcwType", "FrameClass", "XgmiiControl",
     "XgmiiWordLayout", "FecWordType", "th_octets", "ls_payload_octets",
-    "OEFH_VERSION", "MAX_BODY_OCTETS", "PREAMBLE_OCTET", "SFD",
+    "OEFH_VERSION", "MAX_BODY_OCTETS", "ENDPOINT_BITS", "NO_ENDPOINT", "SEQ_BITS", "CREDIT_BITS", "PREAMBLE_OCTET", "SFD",
 ]
 
 
@@ -111,6 +111,14 @@ value_to_lanes = lanes_to_value
 # --- identifiers (spec §3, §4) -------------------------------------------------------------
 
 OEFH_VERSION = 1
+#: Endpoint ids (OEFH ``dst``/``src``, SEN ``endpoint``) are 12 bits: up to 4096 (spec §3).
+ENDPOINT_BITS = 12
+#: The id that means "no endpoint" (spec §3).
+NO_ENDPOINT = (1 << ENDPOINT_BITS) - 1
+#: LLR sequence numbers are 20 bits, modulo 2^20 (spec §7).
+SEQ_BITS = 20
+#: CBFC credit counters are 20 bits, modulo 2^20 (spec §8).
+CREDIT_BITS = 20
 #: OEFH + RDMA TH + the largest payload (spec §3).
 MAX_BODY_OCTETS = 2048 + 22
 
@@ -159,7 +167,7 @@ class Status(enum.IntEnum, shape=2):
 
 OEFH = WireFormat("OEFH", 6, (
     ("ver", 2), ("vc", 3), ("ecn", 2), ("rsvd", 1),
-    ("dst", 12), ("src", 12), ("entropy", 16),
+    ("dst", ENDPOINT_BITS), ("src", ENDPOINT_BITS), ("entropy", 16),
 ))
 
 LS_TH = WireFormat("LS_TH", 8, (
@@ -237,7 +245,7 @@ SFD = 0xD5
 
 #: The seven octets after /S/ in a start word: ``P P P Q1 Q2 Q3 SFD``.
 PREAMBLE = WireFormat("PREAMBLE", 7, (
-    ("p0", 8), ("p1", 8), ("p2", 8), ("cls", 4), ("seq", 20), ("sfd", 8),
+    ("p0", 8), ("p1", 8), ("p2", 8), ("cls", 4), ("seq", SEQ_BITS), ("sfd", 8),
 ))
 
 
@@ -257,10 +265,10 @@ class LcwType(enum.IntEnum, shape=8):
 LCW = WireFormat("LCW", 7, (("type", 8), ("payload", 40), ("crc8", 8)))
 
 # The 40-bit LCW payload ``P`` of each type (spec §5 table); unused bits are 0.
-LLR_PAYLOAD = WireFormat("LLR_PAYLOAD", 5, (("seq", 20), ("nonce", 16), ("rsvd", 4)))
-CREDIT_PAYLOAD = WireFormat("CREDIT_PAYLOAD", 5, (("vc", 5), ("credits", 20), ("rsvd", 15)))
+LLR_PAYLOAD = WireFormat("LLR_PAYLOAD", 5, (("seq", SEQ_BITS), ("nonce", 16), ("rsvd", 4)))
+CREDIT_PAYLOAD = WireFormat("CREDIT_PAYLOAD", 5, (("vc", 5), ("credits", CREDIT_BITS), ("rsvd", 15)))
 SEN_PAYLOAD = WireFormat("SEN_PAYLOAD", 5, (
-    ("endpoint", 12), ("reachable", 1), ("event", 8), ("port", 8), ("rsvd", 11),
+    ("endpoint", ENDPOINT_BITS), ("reachable", 1), ("event", 8), ("port", 8), ("rsvd", 11),
 ))
 TOKEN_PAYLOAD = WireFormat("TOKEN_PAYLOAD", 5, (("token", 40),))
 

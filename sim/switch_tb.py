@@ -17,6 +17,7 @@ import collections
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from ethlink.rtl.regbus import word_value
 from ethlink.rtl.switch import csr
 from ethlink.sim.models import Frame
 from ethlink.sim.models.mac import frame_words, gap_words
@@ -145,10 +146,11 @@ class SwitchHarness:
         self.csr_ops.append(("r", addr, 0))
 
     def route(self, dst, port, valid=True):
-        self.write(csr.ROUTE + dst, port | valid << csr.ROUTE_VALID_BIT)
+        self.write(csr.ROUTE + dst, word_value(csr.RouteWord, port=port, valid=int(valid)))
 
     def port_config(self, port, attached, src_check):
-        self.write(csr.PORT_CONFIG + port, attached | src_check << csr.SRC_CHECK_BIT)
+        self.write(csr.PORT_CONFIG + port, word_value(csr.PortConfigWord, attached=attached,
+                                                    src_check=int(src_check)))
 
     def busy(self):
         return (any(self.pending) or any(s is not None for s in self._sending)

@@ -2,24 +2,26 @@
 CREDIT_SYNC applied in frame order (spec §8)."""
 
 from amaranth.hdl import Module, Signal, Mux
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.data import ArrayLayout
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
-from ..link.layouts import LcwLayout, MAC_BEAT_OCTETS
+from ..buffer import FRAME_QUEUE_OCTETS
+from ..compose import forward
+from ..counters import CounterBank, Counters, merge_counters
+from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS
 from ..link.llr_rx import HELD_FRAME_BITS
-from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
-from ..wire import CREDIT_PAYLOAD, LcwType
+from ..params import check_int_range
+from ..stream import PacketStream
+from ..wire import CREDIT_PAYLOAD, LcwType, OEFH
 from .cbfc_tx import oefh_vc
-from .credit import (CreditReceiver, COST_BITS, CREDIT_BITS, check_credit_size, check_vcs,
+from .credit import (CreditReceiver, COST_BITS, CREDIT_BITS, CREDIT_SIZE, UPDATE_PERIOD, VCS,
                      lowest_set, max_frame_cost)
-from .frame_fifo import FrameFifo, check_queue_octets
+from .frame_fifo import FrameFifo
 
 __all__ = ["CbfcRx"]
 
-_VC_AT, _VC_BITS = CREDIT_PAYLOAD.offsets()["vc"]
-_CREDITS_AT, _ = CREDIT_PAYLOAD.offsets()["credits"]
+_VC_BITS = dict(OEFH.fields)["vc"]
 _FREE_BITS = 12
 
 
@@ -57,46 +59,50 @@ class CbfcRx(wiring.Component):
         :class:`CreditReceiver`.
     llr_held : In(16)
         Frames the LLR receiver holds (committed, including one committing now).
-    lcw_rx : In(stream.Signature(LcwLayout))
+    lcw_rx : In(LcwEvents())
         Received LCWs (CREDIT_SYNC is used).
-    lcw_tx : Out(stream.Signature(LcwLayout))
+    lcw_tx : Out(LcwStream())
         CREDIT_UPDATE to send.
     received, freed, limit, occupancy : Out(ArrayLayout(20, vcs))
-    count_frames_received, count_overruns, count_occupancy_high : Out(ArrayLayout(32, vcs))
-        Per VC: frames stored, frames dropped for lack of room (or cut, being longer than
-        any frame the MAC passes), most credits ever held.
-    count_bad_vc, count_updates_sent, count_syncs_received, count_leaked_credits,
-    count_bogus_syncs : Out(32)
+    count : Out(Counters)
+        Per VC: ``frames_received`` (stored), ``overruns`` (frames dropped for lack of room,
+        or cut, being longer than any frame the MAC passes), ``occupancy_high`` (most credits
+        ever held); ``bad_vc`` (frames of a VC ≥ ``vcs``); the credit receiver's
+        ``updates_sent``, ``syncs_received``, ``leaked_credits``, ``bogus_syncs``.
     """
-    VC_COUNTERS = ("count_frames_received", "count_overruns", "count_occupancy_high")
+    VC_COUNTERS = ("frames_received", "overruns", "occupancy_high")
     LATENCY = 2
 
     def __init__(self, vcs, *, credit_size=64, buffer_octets=8192, credits=None,
                  update_threshold=0, update_period=1024, counter_init=0):
-        self.vcs = check_vcs(vcs)
-        self.credit_size = check_credit_size(credit_size)
-        self.buffer_octets = check_queue_octets("rx_vc_octets", buffer_octets)
+        self.vcs = VCS.validate("vcs", vcs)
+        self.credit_size = CREDIT_SIZE.validate("credit_size", credit_size)
+        self.buffer_octets = FRAME_QUEUE_OCTETS.validate("rx_vc_octets", buffer_octets)
         whole = buffer_octets // credit_size
         self.credits = whole if credits is None else check_int_range(
             "credits", credits, max_frame_cost(credit_size), whole)
         # 0: an eighth of the credits advertised (CreditReceiver).
         self.update_threshold = check_int_range("update_threshold", update_threshold, 0,
                                                 self.credits)
-        self.update_period = check_int_range("update_period", update_period, 2, 1 << 20)
+        self.update_period = UPDATE_PERIOD.validate("update_period", update_period)
         self.counter_init = counter_init
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "llr_held": In(HELD_FRAME_BITS),
             "credits_advertised": In(range(self.credits + 1)),
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs))
                for name in ("received", "freed", "limit", "occupancy")},
-            **{name: Out(ArrayLayout(COUNTER_WIDTH, vcs)) for name in self.VC_COUNTERS},
-            "count_bad_vc": Out(COUNTER_WIDTH),
-            **{name: Out(COUNTER_WIDTH) for name in CreditReceiver.COUNTERS},
+            "count": Out(self.counters(vcs)),
         })
+
+    @classmethod
+    def counters(cls, vcs):
+        """The counters of a receiver of ``vcs`` VCs."""
+        return merge_counters(Counters(["bad_vc"], arrays={name: vcs for name in cls.VC_COUNTERS}),
+                              Counters(CreditReceiver.COUNTERS))
 
     def elaborate(self, platform):
         m = Module()
@@ -107,6 +113,7 @@ class CbfcRx(wiring.Component):
         words = self.buffer_octets // MAC_BEAT_OCTETS
         # Every frame costs at least one credit, so `credits` frame slots always suffice.
         slots = 1 << max(1, (self.credits - 1).bit_length())
+        counters = CounterBank(m, self.count, skip=CreditReceiver.COUNTERS)
         buffers = []
         for v in range(n):
             buffer = FrameFifo(words=words, frames=slots, credit_size=self.credit_size,
@@ -118,14 +125,12 @@ class CbfcRx(wiring.Component):
         # --- demultiplex by the OEFH vc of each frame's first beat --------------------------
         beat = self.i.payload
         in_frame = Signal()
-        cur = Signal(_VC_BITS + 1)
-        vc_now = Signal(_VC_BITS + 1)
+        cur = Signal(_VC_BITS)
+        vc_now = Signal(_VC_BITS)
         m.d.comb += [vc_now.eq(Mux(in_frame, cur, oefh_vc(beat.data))), self.i.ready.eq(1)]
         with m.If(self.i.valid):
             m.d.sync += [in_frame.eq(~beat.last), cur.eq(vc_now)]
-        bad_vc = SaturatingCounter("count_bad_vc")
-        bad_vc.increment(m, self.i.valid & ~in_frame & (vc_now >= n))
-        m.d.comb += self.count_bad_vc.eq(bad_vc.value)
+        counters.bad_vc.increment(m, self.i.valid & ~in_frame & (vc_now >= n))
         for v, buffer in enumerate(buffers):
             m.d.comb += [buffer.i.valid.eq(self.i.valid & (vc_now == v)),
                          buffer.i.payload.eq(beat), buffer.reject.eq(0)]
@@ -136,15 +141,9 @@ class CbfcRx(wiring.Component):
                 m.d.comb += [credits.arrive.eq(1), credits.arrive_vc.eq(v),
                              credits.arrive_cost.eq(Mux(buffer.stored, buffer.stored_cost,
                                                         buffer.dropped_cost))]
-            for name, strobe in (("count_frames_received", buffer.stored),
-                                 ("count_overruns", buffer.dropped | buffer.truncated)):
-                counter = SaturatingCounter(f"{name}{v}")
-                counter.increment(m, strobe)
-                m.d.comb += getattr(self, name)[v].eq(counter.value)
-            high = SaturatingCounter(f"count_occupancy_high{v}")
-            with m.If(credits.occupancy[v] > high.value):
-                m.d.sync += high.value.eq(credits.occupancy[v])
-            m.d.comb += self.count_occupancy_high[v].eq(high.value)
+            counters.frames_received[v].increment(m, buffer.stored)
+            counters.overruns[v].increment(m, buffer.dropped | buffer.truncated)
+            counters.occupancy_high[v].track_max(m, credits.occupancy[v])
 
         turn = Signal(range(max(n, 2)))
         m.d.sync += turn.eq(Mux(turn == n - 1, 0, turn + 1))
@@ -166,8 +165,8 @@ class CbfcRx(wiring.Component):
         with m.If(self.i.valid & beat.last):
             m.d.sync += arrived.eq(arrived + 1)
         lcw = self.lcw_rx
-        m.d.comb += lcw.ready.eq(1)
-        sync_vc = lcw.payload.payload[_VC_AT:_VC_AT + _VC_BITS]
+        sync = CREDIT_PAYLOAD.layout(lcw.payload.payload)
+        sync_vc = sync.vc
         is_sync = lcw.valid & (lcw.payload.type == LcwType.CREDIT_SYNC) & (sync_vc < n)
         pending = Signal(n)
         reached = Signal(n)
@@ -186,15 +185,13 @@ class CbfcRx(wiring.Component):
                 m.d.sync += pending[v].eq(0)
             with m.If(is_sync & (sync_vc == v)):
                 m.d.sync += [pending[v].eq(1),
-                             values[v].eq(lcw.payload.payload[_CREDITS_AT:
-                                                              _CREDITS_AT + CREDIT_BITS]),
+                             values[v].eq(sync.credits),
                              targets[v].eq(arrived + self.llr_held)]
 
         wiring.connect(m, credits.lcw_tx, wiring.flipped(self.lcw_tx))
         m.d.comb += credits.credits.eq(self.credits_advertised)
-        for name in ("received", "freed", "limit", "occupancy"):
-            m.d.comb += getattr(self, name).eq(getattr(credits, name))
-        for name in CreditReceiver.COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(credits, name))
+        m.d.comb += [self.received.eq(credits.received), self.freed.eq(credits.freed),
+                     self.limit.eq(credits.limit), self.occupancy.eq(credits.occupancy)]
+        forward(m, self.count, credits.count)
         return m
 

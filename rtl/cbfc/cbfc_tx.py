@@ -2,21 +2,31 @@
 sender's credit counters (spec §8)."""
 
 from amaranth.hdl import Module, Signal, Mux, Cat, Const
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.data import ArrayLayout
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..link.layouts import LcwLayout, MAC_BEAT_OCTETS, SEQ_BITS
-from ..link.llr_tx import check_buffer_frames
-from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
+from ..buffer import FRAME_QUEUE_OCTETS
+from ..compose import forward
+from ..counters import CounterBank, Counters, merge_counters
+from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS
+from ..params import check_power_of_two
+from ..stream import PacketStream
 from ..wire import OEFH
-from ..config import check_int_range
-from .credit import CreditSender, COST_BITS, CREDIT_BITS, check_credit_size, check_vcs
-from .frame_fifo import FrameFifo, check_queue_octets
+from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PERIOD, VCS)
+from .frame_fifo import FrameFifo
 
-__all__ = ["CbfcTx", "oefh_vc", "rotate_pick"]
+__all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick"]
+
+
+def ResteerSignature():
+    """Re-steering of a CBFC transmitter's queues, as the layer above (the NIC) sees it:
+    ``pause`` and ``purge`` to the queues, ``purging`` and the frames given back on
+    ``divert`` from them (see :class:`CbfcTx`)."""
+    return wiring.Signature({"pause": Out(1), "purge": Out(1), "purging": In(1),
+                             "divert": In(PacketStream(MAC_BEAT_OCTETS))})
 
 _VC_AT, _VC_BITS = OEFH.offsets()["vc"]
 
@@ -87,66 +97,66 @@ class CbfcTx(wiring.Component):
         To the LLR transmitter.
     llr_head : In(20)
         The LLR transmitter's oldest unacknowledged sequence number.
-    lcw_rx : In(stream.Signature(LcwLayout))
+    lcw_rx : In(LcwEvents())
         Received LCWs (CREDIT_UPDATE is used).
-    lcw_tx : Out(stream.Signature(LcwLayout))
+    lcw_tx : Out(LcwStream())
         CREDIT_SYNC to send.
     sent, limit, settled : Out(ArrayLayout(20, vcs))
-    count_frames_sent, count_frames_dropped, count_stall_cycles : Out(ArrayLayout(32, vcs))
-    count_updates_received, count_bogus_updates, count_syncs_sent : Out(32)
-    pause, purge : In(1); purging : Out(1); divert : Out(PacketStream(8))
-        Re-steering (``resteer=True`` only).
-    count_frames_diverted : Out(ArrayLayout(32, vcs))
-        Frames handed to ``divert`` (``resteer=True`` only).
+    count : Out(Counters)
+        Per VC: ``frames_sent``, ``frames_dropped``, ``stall_cycles`` (and
+        ``frames_diverted``, frames handed to ``divert``, with ``resteer=True``); the credit
+        sender's ``updates_received``, ``bogus_updates``, ``syncs_sent``.
+    resteer : In(ResteerSignature())
+        Re-steering (``resteer=True`` only): ``pause``, ``purge`` in, ``purging`` and the
+        frames given back on ``divert`` out.
     """
+    VC_COUNTERS = ("frames_sent", "frames_dropped")
+    LATENCY = 2
+
     def __init__(self, vcs, *, credit_size=64, queue_octets=8192, sync_period=4096,
                  llr_frames=64, counter_init=0, resteer=False):
-        self.vcs = check_vcs(vcs)
-        self.credit_size = check_credit_size(credit_size)
-        self.queue_words = check_queue_octets("queue_octets", queue_octets) // MAC_BEAT_OCTETS
-        self.sync_period = check_int_range("sync_period", sync_period, 2, 1 << 20)
-        self.llr_frames = check_buffer_frames(llr_frames)
+        self.vcs = VCS.validate("vcs", vcs)
+        self.credit_size = CREDIT_SIZE.validate("credit_size", credit_size)
+        self.queue_words = FRAME_QUEUE_OCTETS.validate("queue_octets",
+                                                       queue_octets) // MAC_BEAT_OCTETS
+        self.sync_period = SYNC_PERIOD.validate("sync_period", sync_period)
+        self.llr_frames = check_power_of_two("llr_frames", llr_frames, 2, 4096)
         self.counter_init = counter_init
-        self.resteer = resteer
+        self._resteer = resteer
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
             "llr_head": In(SEQ_BITS),
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs)) for name in ("sent", "limit", "settled")},
-            **{name: Out(ArrayLayout(COUNTER_WIDTH, vcs)) for name in self.VC_COUNTERS},
-            **{name: Out(COUNTER_WIDTH) for name in CreditSender.COUNTERS},
-            **(self.RESTEER_MEMBERS(vcs) if resteer else {}),
+            "count": Out(self.counters(vcs, resteer)),
+            **({"resteer": In(ResteerSignature())} if resteer else {}),
         })
 
-    @staticmethod
-    def RESTEER_MEMBERS(vcs):
-        """The members ``resteer=True`` adds."""
-        return {"pause": In(1), "purge": In(1), "purging": Out(1),
-                "divert": Out(PacketStream(MAC_BEAT_OCTETS)),
-                "count_frames_diverted": Out(ArrayLayout(COUNTER_WIDTH, vcs))}
-
-    VC_COUNTERS = ("count_frames_sent", "count_frames_dropped", "count_stall_cycles")
-    LATENCY = 2
+    @classmethod
+    def counters(cls, vcs, resteer=False):
+        """The counters of a transmitter of ``vcs`` VCs."""
+        own = cls.VC_COUNTERS + (("frames_diverted",) if resteer else ())
+        return merge_counters(Counters(arrays={name: vcs for name in own}),
+                              CreditSender.counters(vcs))
 
     def elaborate(self, platform):
         m = Module()
         n = self.vcs
         m.submodules.credits = credits = CreditSender(n, sync_period=self.sync_period,
                                                       counter_init=self.counter_init)
+        counters = CounterBank(m, self.count, skip=CreditSender.counters(n).members)
         queues = []
         for v in range(n):
             queue = FrameFifo(words=self.queue_words, frames=max(4, self.queue_words // 8),
                               credit_size=self.credit_size, drop_when_full=False,
-                              spare_slot=self.resteer)
+                              spare_slot=self._resteer)
             m.submodules[f"queue{v}"] = queue
             queues.append(queue)
             wiring.connect(m, wiring.flipped(self.i[v]), queue.i)
             m.d.comb += queue.reject.eq(oefh_vc(self.i[v].payload.data) != v)
-            dropped = SaturatingCounter(f"count_frames_dropped{v}")
-            dropped.increment(m, queue.dropped)
-            m.d.comb += self.count_frames_dropped[v].eq(dropped.value)
+            counters.frames_dropped[v].increment(m, queue.dropped)
             m.d.comb += [credits.cost[v].eq(queue.head_cost),
                          credits.waiting[v].eq(queue.frames != 0)]
 
@@ -178,7 +188,7 @@ class CbfcTx(wiring.Component):
         m.d.comb += candidates.eq(Cat(q.frames != 0 for q in queues) & credits.ok)
         any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
         grant = ~busy & any_ready & ~flight_full
-        if self.resteer:
+        if self._resteer:
             halted = Signal()
             grant = grant & ~halted
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
@@ -195,41 +205,37 @@ class CbfcTx(wiring.Component):
                 m.d.comb += [self.o.valid.eq(busy & queue.o.valid),
                              self.o.payload.eq(queue.o.payload),
                              queue.o.ready.eq(busy & self.o.ready)]
-            counter = SaturatingCounter(f"count_frames_sent{v}")
-            counter.increment(m, grant & (pick == v))
-            m.d.comb += self.count_frames_sent[v].eq(counter.value)
+            counters.frames_sent[v].increment(m, grant & (pick == v))
         with m.If(self.o.valid & self.o.ready & self.o.payload.last):
             m.d.sync += busy.eq(0)
-        if self.resteer:
+        if self._resteer:
             # After the output mux: diverting takes over the queues' ``o.ready``.
-            m.d.comb += halted.eq(self._resteer(m, queues, busy))
+            m.d.comb += halted.eq(self._purge(m, queues, busy, counters.frames_diverted))
 
         wiring.connect(m, wiring.flipped(self.lcw_rx), credits.lcw_rx)
         wiring.connect(m, credits.lcw_tx, wiring.flipped(self.lcw_tx))
         m.d.comb += [self.sent.eq(credits.sent), self.limit.eq(credits.limit),
-                     self.settled.eq(credits.settled),
-                     self.count_stall_cycles.eq(credits.count_stall_cycles)]
-        for name in CreditSender.COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(credits, name))
+                     self.settled.eq(credits.settled)]
+        forward(m, self.count, credits.count)
         return m
 
-    def _resteer(self, m, queues, busy):
+    def _purge(self, m, queues, busy, diverted):
         """Pause and purge (see the class docstring); returns the signal that stops grants."""
         n = len(queues)
+        port = self.resteer
         requested = Signal()    # a purge strobe not yet served
         diverting = Signal()
         dv = Signal(range(max(n, 2)))
         left = [Signal.like(q.frames, name=f"left{v}") for v, q in enumerate(queues)]
-        m.d.comb += self.purging.eq(requested | diverting)
+        m.d.comb += port.purging.eq(requested | diverting)
         with m.If(requested & ~busy & ~diverting):
             # The LLR's frame has left: the snapshot of what is queued now.
             m.d.sync += [requested.eq(0), diverting.eq(1), dv.eq(0)]
             m.d.sync += [left[v].eq(q.frames) for v, q in enumerate(queues)]
-        with m.If(self.purge):
+        with m.If(port.purge):
             m.d.sync += requested.eq(1)
         for v, queue in enumerate(queues):
-            counter = SaturatingCounter(f"count_frames_diverted{v}")
-            m.d.comb += self.count_frames_diverted[v].eq(counter.value)
+            counter = diverted[v]
             m.d.comb += queue.use_spare.eq(diverting)
             with m.If(diverting & (dv == v)):
                 with m.If(left[v] == 0):
@@ -237,11 +243,11 @@ class CbfcTx(wiring.Component):
                 with m.Else():
                     # Only the frames of the snapshot: the next one stays, even its first
                     # beat, which the queue already offers.
-                    m.d.comb += [self.divert.valid.eq(queue.o.valid),
-                                 self.divert.payload.eq(queue.o.payload),
-                                 queue.o.ready.eq(self.divert.ready)]
-                    done = self.divert.valid & self.divert.ready & self.divert.payload.last
+                    m.d.comb += [port.divert.valid.eq(queue.o.valid),
+                                 port.divert.payload.eq(queue.o.payload),
+                                 queue.o.ready.eq(port.divert.ready)]
+                    done = port.divert.valid & port.divert.ready & port.divert.payload.last
                     counter.increment(m, done)
                     with m.If(done):
                         m.d.sync += left[v].eq(left[v] - 1)
-        return self.pause | self.purge | requested | diverting
+        return port.pause | port.purge | requested | diverting

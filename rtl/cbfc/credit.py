@@ -13,21 +13,19 @@ every ``update_period`` cycles; the sender's limit is 0 until the first CREDIT_U
 it never received as freed.
 """
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const
-from amaranth.lib import data, stream, wiring
+from amaranth.hdl import Module, Signal, Mux, Cat
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
-from ..stream import SaturatingCounter, COUNTER_WIDTH
-from ..wire import CREDIT_PAYLOAD, LcwType, MAX_BODY_OCTETS
-from ..link.layouts import LcwLayout
+from ..counters import CounterBank, Counters
+from ..params import IntRange, OneOf, Param, check_int_range
+from ..wire import CREDIT_BITS, CREDIT_PAYLOAD, LcwType, MAX_BODY_OCTETS
+from ..link.layouts import LcwEvents, LcwStream
 
 __all__ = ["CreditSender", "CreditReceiver", "CREDIT_BITS", "COST_BITS", "CREDIT_SIZES",
-           "FCS_OCTETS", "MAX_VCS", "frame_cost", "max_frame_cost", "check_vcs",
-           "check_credit_size", "credits_ahead", "credit_lcws", "lowest_set"]
+           "FCS_OCTETS", "MAX_VCS", "VCS", "CREDIT_SIZE", "UPDATE_PERIOD", "SYNC_PERIOD",
+           "frame_cost", "max_frame_cost", "credits_ahead", "credit_lcws", "lowest_set"]
 
-#: Credit counters are 20 bits wide, modulo 2^20 (spec §8).
-CREDIT_BITS = 20
 _MOD = 1 << CREDIT_BITS
 _HALF = 1 << (CREDIT_BITS - 1)
 #: One credit is this many octets of receive buffer (spec §8).
@@ -51,14 +49,10 @@ def max_frame_cost(credit_size):
 COST_BITS = max_frame_cost(min(CREDIT_SIZES)).bit_length()
 
 
-def check_vcs(vcs):
-    return check_int_range("vcs", vcs, 1, MAX_VCS)
-
-
-def check_credit_size(credit_size):
-    if credit_size not in CREDIT_SIZES:
-        raise ValueError(f"credit_size must be one of {CREDIT_SIZES}, not {credit_size!r}")
-    return credit_size
+VCS = Param("virtual channels (a queue and a buffer each)", IntRange(1, MAX_VCS))
+CREDIT_SIZE = Param("octets per credit", OneOf(*CREDIT_SIZES))
+UPDATE_PERIOD = Param("cycles between the CREDIT_UPDATEs of every VC", IntRange(2, 1 << 20))
+SYNC_PERIOD = Param("cycles between the CREDIT_SYNCs of every VC", IntRange(2, 1 << 20))
 
 
 def credits_ahead(a, b):
@@ -73,10 +67,6 @@ def _distance(m, a, b, name):
     return d
 
 
-_VC_AT, _VC_BITS = CREDIT_PAYLOAD.offsets()["vc"]
-_CREDITS_AT, _ = CREDIT_PAYLOAD.offsets()["credits"]
-
-
 def lowest_set(m, bits, n, name):
     """Index of the lowest set bit of ``bits`` (``n`` wide; 0 when none is set)."""
     index = Signal(range(max(n, 2)), name=name)
@@ -84,14 +74,6 @@ def lowest_set(m, bits, n, name):
         with m.If(bits[k]):
             m.d.comb += index.eq(k)
     return index
-
-
-def _credit_word(lcw_type, vc, credits):
-    """An :class:`LcwLayout` value for CREDIT_UPDATE/SYNC carrying ``vc`` and ``credits``, as
-    one expression (reserved bits 0). CREDIT_PAYLOAD from its least significant bit: reserved,
-    credits, vc."""
-    return Cat(Const(lcw_type, 8), Const(0, _CREDITS_AT), credits[:CREDIT_BITS],
-               vc, Const(0, _VC_BITS - len(vc)))
 
 
 def credit_lcws(m, port, lcw_type, values, period, extra=None):
@@ -110,19 +92,13 @@ def credit_lcws(m, port, lcw_type, values, period, extra=None):
     for v in range(n):
         with m.If(vc == v):
             m.d.comb += value.eq(values[v])
-    m.d.comb += [port.valid.eq(due != 0), port.payload.eq(_credit_word(lcw_type, vc, value))]
+    payload = CREDIT_PAYLOAD.layout(port.payload.payload)
+    m.d.comb += [port.valid.eq(due != 0), port.payload.type.eq(lcw_type),
+                 payload.vc.eq(vc), payload.credits.eq(value)]
     taken = port.valid & port.ready
     done = Cat(taken & (vc == v) for v in range(n))
     m.d.sync += periodic.eq(Mux(wrap, (1 << n) - 1, periodic & ~done))
     return vc, taken
-
-
-def _counters(m, component):
-    """A :class:`SaturatingCounter` per name of ``component.COUNTERS``, driving its port."""
-    counters = {name: SaturatingCounter(name) for name in component.COUNTERS}
-    for name, counter in counters.items():
-        m.d.comb += getattr(component, name).eq(counter.value)
-    return counters
 
 
 def _per_vc(n, name, init):
@@ -156,10 +132,9 @@ class CreditSender(wiring.Component):
     act at the next clock edge.
     """
     def __init__(self, vcs, *, sync_period=4096, counter_init=0):
-        self.vcs = check_vcs(vcs)
-        self.sync_period = check_int_range("sync_period", sync_period, 2, 1 << 20)
+        self.vcs = VCS.validate("vcs", vcs)
+        self.sync_period = SYNC_PERIOD.validate("sync_period", sync_period)
         self.counter_init = counter_init % _MOD
-        counters = {name: Out(COUNTER_WIDTH) for name in self.COUNTERS}
         super().__init__({
             "cost": In(_vc_array(COST_BITS, self.vcs)),
             "waiting": In(self.vcs),
@@ -168,21 +143,25 @@ class CreditSender(wiring.Component):
             "granted": Out(1),
             "release": In(1), "release_vc": In(range(max(self.vcs, 2))),
             "release_cost": In(COST_BITS),
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             "sent": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "settled": Out(_vc_array(CREDIT_BITS, self.vcs)),
-            **counters,
-            "count_stall_cycles": Out(_vc_array(COUNTER_WIDTH, self.vcs)),
+            "count": Out(self.counters(self.vcs)),
         })
 
-    COUNTERS = ("count_updates_received", "count_bogus_updates", "count_syncs_sent")
+    COUNTERS = ("updates_received", "bogus_updates", "syncs_sent")
+
+    @classmethod
+    def counters(cls, vcs):
+        """The counters: :attr:`COUNTERS`, and ``stall_cycles`` per VC."""
+        return Counters(cls.COUNTERS, arrays={"stall_cycles": vcs})
 
     def elaborate(self, platform):
         m = Module()
         n, init = self.vcs, self.counter_init
-        counters = _counters(m, self)
+        counters = CounterBank(m, self.count)
 
         sent, limit, settled = (_per_vc(n, name, init) for name in ("sent", "limit", "settled"))
         for v in range(n):
@@ -192,9 +171,7 @@ class CreditSender(wiring.Component):
                 self.sent[v].eq(sent[v]), self.limit[v].eq(limit[v]),
                 self.settled[v].eq(settled[v]),
             ]
-            stalls = SaturatingCounter(f"count_stall_cycles{v}")
-            stalls.increment(m, self.waiting[v] & ~self.ok[v])
-            m.d.comb += self.count_stall_cycles[v].eq(stalls.value)
+            counters.stall_cycles[v].increment(m, self.waiting[v] & ~self.ok[v])
 
         # --- frames started and frames settled ----------------------------------------------
         for v in range(n):
@@ -208,9 +185,8 @@ class CreditSender(wiring.Component):
 
         # --- CREDIT_UPDATE ------------------------------------------------------------------
         lcw = self.lcw_rx
-        m.d.comb += lcw.ready.eq(1)
-        upd_vc = lcw.payload.payload[_VC_AT:_VC_AT + _VC_BITS]
-        upd_limit = lcw.payload.payload[_CREDITS_AT:_CREDITS_AT + CREDIT_BITS]
+        update = CREDIT_PAYLOAD.layout(lcw.payload.payload)
+        upd_vc, upd_limit = update.vc, update.credits
         is_update = lcw.valid & (lcw.payload.type == LcwType.CREDIT_UPDATE)
         plausible = Signal()
         for v in range(n):
@@ -219,13 +195,13 @@ class CreditSender(wiring.Component):
                                          & credits_ahead(upd_limit, limit[v]))
                 with m.If(is_update & plausible):
                     m.d.sync += limit[v].eq(upd_limit)
-        counters["count_updates_received"].increment(m, is_update)
-        counters["count_bogus_updates"].increment(m, is_update & ~plausible)
+        counters.updates_received.increment(m, is_update)
+        counters.bogus_updates.increment(m, is_update & ~plausible)
 
         # --- CREDIT_SYNC every sync_period cycles, one LCW per VC ------------------------------
         _, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_SYNC, settled,
                                   self.sync_period)
-        counters["count_syncs_sent"].increment(m, sent_one)
+        counters.syncs_sent.increment(m, sent_one)
         return m
 
 
@@ -259,11 +235,11 @@ class CreditReceiver(wiring.Component):
     """
     def __init__(self, vcs, capacity, *, update_threshold=8, update_period=1024,
                  counter_init=0):
-        self.vcs = check_vcs(vcs)
+        self.vcs = VCS.validate("vcs", vcs)
         self.capacity = check_int_range("capacity", capacity, 1, _HALF // 2)
         self.update_threshold = check_int_range("update_threshold", update_threshold, 0,
                                                 capacity)
-        self.update_period = check_int_range("update_period", update_period, 2, 1 << 20)
+        self.update_period = UPDATE_PERIOD.validate("update_period", update_period)
         self.counter_init = counter_init % _MOD
         super().__init__({
             "arrive": In(1), "arrive_vc": In(range(max(self.vcs, 2))),
@@ -273,21 +249,20 @@ class CreditReceiver(wiring.Component):
             "sync_value": In(CREDIT_BITS),
             "sync_ready": Out(1),
             "credits": In(range(self.capacity + 1)),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_tx": Out(LcwStream()),
             "received": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "freed": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "occupancy": Out(_vc_array(CREDIT_BITS, self.vcs)),
-            **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
-    COUNTERS = ("count_updates_sent", "count_syncs_received", "count_leaked_credits",
-                "count_bogus_syncs")
+    COUNTERS = ("updates_sent", "syncs_received", "leaked_credits", "bogus_syncs")
 
     def elaborate(self, platform):
         m = Module()
         n, init = self.vcs, self.counter_init
-        counters = _counters(m, self)
+        counters = CounterBank(m, self.count)
 
         received, freed, advertised = (_per_vc(n, name, init)
                                        for name in ("received", "freed", "advertised"))
@@ -317,9 +292,9 @@ class CreditReceiver(wiring.Component):
             bogus.eq(syncing & (beyond != 0) & (beyond < _HALF)),
             recover.eq(syncing & ~bogus & (leak != 0) & (leak < _HALF)),
         ]
-        counters["count_syncs_received"].increment(m, syncing)
-        counters["count_bogus_syncs"].increment(m, bogus)
-        counters["count_leaked_credits"].add(m, leak, recover)
+        counters.syncs_received.increment(m, syncing)
+        counters.bogus_syncs.increment(m, bogus)
+        counters.leaked_credits.add(m, leak, recover)
 
         for v in range(n):
             arrived = Mux(self.arrive & (self.arrive_vc == v), self.arrive_cost, 0)
@@ -341,7 +316,7 @@ class CreditReceiver(wiring.Component):
             m.d.comb += moved[v].eq((limit[v] - advertised[v])[:CREDIT_BITS] >= threshold)
         vc, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_UPDATE, limit,
                                    self.update_period, moved)
-        counters["count_updates_sent"].increment(m, sent_one)
+        counters.updates_sent.increment(m, sent_one)
         for v in range(n):
             with m.If(sent_one & (vc == v)):
                 m.d.sync += advertised[v].eq(limit[v])

@@ -7,27 +7,15 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..buffer import FRAME_QUEUE_OCTETS, FrameWordLayout, MAX_FRAME_WORDS, read_committed
 from ..link.layouts import MAC_BEAT_OCTETS
-from ..link.llr_tx import BufferWordLayout, MAX_FRAME_WORDS, read_committed
+from ..params import check_power_of_two
 from ..stream import PacketStream, keep_count
 from .credit import COST_BITS, FCS_OCTETS
 
-__all__ = ["FrameFifo", "check_queue_octets", "MIN_QUEUE_OCTETS"]
+__all__ = ["FrameFifo"]
 
 _OCTET_BITS = (MAX_FRAME_WORDS * MAC_BEAT_OCTETS + FCS_OCTETS).bit_length() + 1
-
-
-#: The smallest frame queue: the power of two of octets above a longest frame.
-MIN_QUEUE_OCTETS = 1 << (MAX_FRAME_WORDS * MAC_BEAT_OCTETS).bit_length()
-
-
-def check_queue_octets(name, octets):
-    """A frame queue is a power of two of octets that holds a longest frame."""
-    if (isinstance(octets, bool) or not isinstance(octets, int) or octets & (octets - 1)
-            or not MIN_QUEUE_OCTETS <= octets <= 1 << 20):
-        raise ValueError(f"{name} must be a power of two from {MIN_QUEUE_OCTETS} (a longest "
-                         f"frame) to 1 MiB, not {octets!r}")
-    return octets
 
 
 class FrameFifo(wiring.Component):
@@ -84,9 +72,8 @@ class FrameFifo(wiring.Component):
     """
     def __init__(self, *, words, frames, credit_size, drop_when_full, spare_slot=False,
                  cut_through=False):
-        check_queue_octets("words * 8", words * MAC_BEAT_OCTETS)
-        if frames & (frames - 1) or frames < 2:
-            raise ValueError(f"frames must be a power of two, at least 2, not {frames}")
+        FRAME_QUEUE_OCTETS.validate("words * 8", words * MAC_BEAT_OCTETS)
+        check_power_of_two("frames", frames, 2, 1 << 16)
         self.words = words
         self.depth = frames
         self.credit_size = credit_size
@@ -111,7 +98,7 @@ class FrameFifo(wiring.Component):
         W, F = self.words, self.depth
         AW, FW = exact_log2(W), exact_log2(F)
 
-        buffer = Memory(shape=BufferWordLayout(), depth=W, init=[])
+        buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
         costs = Memory(shape=COST_BITS, depth=F, init=[])
         m.submodules.buffer = buffer
         m.submodules.costs = costs

@@ -8,14 +8,16 @@ from amaranth.hdl import Module, Signal, Mux, Cat
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..stream import (PacketStream, check_beat_octets, keep_count, count_to_keep,
-                      SaturatingCounter, COUNTER_WIDTH)
+from ..counters import CounterBank, Counters
+from ..params import parameters
+from ..stream import PacketStream, BEAT_OCTETS, keep_count, count_to_keep
 from ..wire import HEADER_OCTETS, HeaderLayout, lanes_to_value
 from .parser import LS_HEADER_OCTETS, header_geometry
 
 __all__ = ["OefhDeparser"]
 
 
+@parameters(beat_octets=BEAT_OCTETS)
 class OefhDeparser(wiring.Component):
     """Put OEFH + TH in front of a payload.
 
@@ -33,8 +35,8 @@ class OefhDeparser(wiring.Component):
         Payload.
     o : Out(PacketStream(beat_octets))
         Frames.
-    count_frames : Out(32)
-        Frames started (saturating).
+    count : Out(Counters)
+        ``frames``: frames started (saturating).
 
     Latency: 1 cycle, from the ``header`` transfer to the first frame beat on ``o`` (when the
     header ends inside the first beat — L/S at 16 octets per beat and wider, RDMA at 32 and
@@ -47,12 +49,12 @@ class OefhDeparser(wiring.Component):
     its first payload beat independently, not one only after the other was taken.
     """
     def __init__(self, beat_octets=8):
-        self.beat_octets = check_beat_octets(beat_octets)
+        self.beat_octets = beat_octets
         super().__init__({
             "header": In(stream.Signature(HeaderLayout())),
             "i": In(PacketStream(beat_octets)),
             "o": Out(PacketStream(beat_octets)),
-            "count_frames": Out(COUNTER_WIDTH),
+            "count": Out(Counters(["frames"])),
         })
 
     def elaborate(self, platform):
@@ -62,8 +64,7 @@ class OefhDeparser(wiring.Component):
         rdma_beats, rdma_off = header_geometry(HEADER_OCTETS, W)
         max_off = max(ls_off, rdma_off)
 
-        frames = SaturatingCounter("count_frames")
-        m.d.comb += self.count_frames.eq(frames.value)
+        frames = CounterBank(m, self.count).frames
 
         # Header octets in wire order (octet 0 in bits 7:0); an L/S header is the first 14.
         lanes = Signal(8 * HEADER_OCTETS)

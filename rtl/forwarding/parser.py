@@ -9,9 +9,10 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from ..counters import CounterBank, Counters
+from ..params import parameters
 from ..queue import DualPushQueue
-from ..stream import (PacketLayout, PacketStream, check_beat_octets, keep_count,
-                      count_to_keep, drive_counters, COUNTER_WIDTH)
+from ..stream import PacketLayout, PacketStream, BEAT_OCTETS, keep_count, count_to_keep
 from ..wire import (OEFH, LS_TH, RDMA_TH, HEADER_OCTETS, HeaderLayout, Opcode, LsSize,
                     OEFH_VERSION, lanes_to_value)
 
@@ -30,6 +31,7 @@ def header_geometry(header_octets, beat_octets):
 LS_HEADER_OCTETS = OEFH.octets + LS_TH.octets
 
 
+@parameters(beat_octets=BEAT_OCTETS)
 class OefhParser(wiring.Component):
     """Split EthLink frames into header fields and payload.
 
@@ -63,8 +65,9 @@ class OefhParser(wiring.Component):
         One transfer per good frame.
     o : Out(PacketStream(beat_octets))
         One payload packet per good frame, in the order of ``header``.
-    count_frames, count_short, count_bad_version, count_bad_opcode, count_bad_size : Out(32)
-        Saturating event counters.
+    count : Out(Counters)
+        ``frames``, ``short``, ``bad_version``, ``bad_opcode``, ``bad_size``: saturating
+        event counters.
 
     Latency: ``header`` is valid 1 cycle after the transfer of the beat that completes the TH
     (L/S: beat 1 at 8 octets per beat, beat 0 at 16 and wider; RDMA: beat 2 at 8, beat 1 at
@@ -80,12 +83,12 @@ class OefhParser(wiring.Component):
     COUNTERS = ("frames", "short", "bad_version", "bad_opcode", "bad_size")
 
     def __init__(self, beat_octets=8):
-        self.beat_octets = check_beat_octets(beat_octets)
+        self.beat_octets = beat_octets
         super().__init__({
             "i": In(PacketStream(beat_octets)),
             "header": Out(stream.Signature(HeaderLayout())),
             "o": Out(PacketStream(beat_octets)),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -104,7 +107,7 @@ class OefhParser(wiring.Component):
             header_q.r_en.eq(self.header.ready),
         ]
 
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
 
         beat = self.i.payload
         data = beat.data

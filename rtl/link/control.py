@@ -5,46 +5,48 @@ measurement); §7 — the round trip sizes the replay timer.
 """
 
 from amaranth.hdl import Module, Signal, Mux
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
-from ..stream import SaturatingCounter, COUNTER_WIDTH
-from ..wire import LcwType
-from .layouts import LcwLayout, LCW_PAYLOAD_BITS
+from ..counters import CounterBank, Counters
+from ..params import IntRange, Param, parameters
+from ..wire import LcwType, TOKEN_PAYLOAD
+from .layouts import LcwStream, LcwEvents
 
-__all__ = ["LcwArbiter", "PingUnit", "RTT_BITS", "check_ping_interval"]
+__all__ = ["LcwArbiter", "PingUnit", "RTT_BITS", "PING_INTERVAL"]
 
 RTT_BITS = 16
-
-
-def check_ping_interval(value):
-    return check_int_range("ping_interval", value, 16, 1 << 20)
+PING_INTERVAL = Param("cycles between PINGs (round-trip measurement)", IntRange(16, 1 << 20))
 
 
 class LcwArbiter(wiring.Component):
-    """Fixed-priority merge of ``n`` LCW request streams into one (``i0`` first).
+    """Fixed-priority merge of ``n`` LCW request streams into one (``i[0]`` first).
 
     Requests are held by their sources until taken, so a waiting request of a lower priority
     is never lost, only delayed. Combinational: no latency, one LCW per cycle.
+
+    Members
+    -------
+    i : In(LcwStream()).array(n)
+    o : Out(LcwStream())
     """
     def __init__(self, n):
         self.n = n
         super().__init__({
-            **{f"i{k}": In(stream.Signature(LcwLayout())) for k in range(n)},
-            "o": Out(stream.Signature(LcwLayout())),
+            "i": In(LcwStream()).array(n),
+            "o": Out(LcwStream()),
         })
 
     def elaborate(self, platform):
         m = Module()
-        inputs = [getattr(self, f"i{k}") for k in range(self.n)]
-        for k, port in enumerate(inputs):
+        for k, port in enumerate(self.i):
             with (m.If if k == 0 else m.Elif)(port.valid):
                 m.d.comb += [self.o.valid.eq(1), self.o.payload.eq(port.payload),
                              port.ready.eq(self.o.ready)]
         return m
 
 
+@parameters(interval=PING_INTERVAL)
 class PingUnit(wiring.Component):
     """Measure the link's round trip with PING/PONG, and answer the partner's PINGs.
 
@@ -58,40 +60,39 @@ class PingUnit(wiring.Component):
 
     Members
     -------
-    lcw_rx : In(stream.Signature(LcwLayout))
-        LCWs from the partner (always ready); PING and PONG are used.
-    lcw_tx : Out(stream.Signature(LcwLayout))
+    lcw_rx : In(LcwEvents())
+        LCWs from the partner; PING and PONG are used.
+    lcw_tx : Out(LcwStream())
         PONG and PING to send.
     rtt : Out(16), rtt_valid : Out(1)
-    count_rtt_samples, count_pongs_sent : Out(32)
-        PONGs received that matched the outstanding PING; PINGs answered.
+    count : Out(Counters)
+        ``rtt_samples``: PONGs received that matched the outstanding PING; ``pongs_sent``:
+        PINGs answered.
     """
-    COUNTERS = ("count_rtt_samples", "count_pongs_sent")
+    COUNTERS = ("rtt_samples", "pongs_sent")
 
     def __init__(self, interval=1024):
-        self.interval = check_ping_interval(interval)
+        self.interval = interval
         super().__init__({
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             "rtt": Out(RTT_BITS),
             "rtt_valid": Out(1),
-            "count_rtt_samples": Out(COUNTER_WIDTH),
-            "count_pongs_sent": Out(COUNTER_WIDTH),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        now = Signal(LCW_PAYLOAD_BITS)
+        token_bits = TOKEN_PAYLOAD.bits
+        now = Signal(token_bits)
         m.d.sync += now.eq(now + 1)
         countdown = Signal(range(self.interval))
         ping_pending = Signal()
         pong_pending = Signal()
-        pong_token = Signal(LCW_PAYLOAD_BITS)
-        token = Signal(LCW_PAYLOAD_BITS)          # of the outstanding PING
-        samples = SaturatingCounter("count_rtt_samples")
-        pongs = SaturatingCounter("count_pongs_sent")
-        m.d.comb += [self.count_rtt_samples.eq(samples.value),
-                     self.count_pongs_sent.eq(pongs.value)]
+        pong_token = Signal(token_bits)
+        token = Signal(token_bits)                # of the outstanding PING
+        counters = CounterBank(m, self.count)
+        samples, pongs = counters.rtt_samples, counters.pongs_sent
 
         with m.If(countdown == 0):
             m.d.sync += [countdown.eq(self.interval - 1), ping_pending.eq(1)]
@@ -99,11 +100,11 @@ class PingUnit(wiring.Component):
             m.d.sync += countdown.eq(countdown - 1)
 
         rx = self.lcw_rx
-        m.d.comb += rx.ready.eq(1)
+        rx_token = TOKEN_PAYLOAD.layout(rx.payload.payload).token
         with m.If(rx.valid & (rx.payload.type == LcwType.PING)):
-            m.d.sync += [pong_pending.eq(1), pong_token.eq(rx.payload.payload)]
-        answered = rx.valid & (rx.payload.type == LcwType.PONG) & (rx.payload.payload == token)
-        elapsed = Signal(LCW_PAYLOAD_BITS)
+            m.d.sync += [pong_pending.eq(1), pong_token.eq(rx_token)]
+        answered = rx.valid & (rx.payload.type == LcwType.PONG) & (rx_token == token)
+        elapsed = Signal(token_bits)
         m.d.comb += elapsed.eq(now - token)
         samples.increment(m, answered)
         with m.If(answered):
@@ -115,7 +116,7 @@ class PingUnit(wiring.Component):
         m.d.comb += [
             tx.valid.eq(pong_pending | ping_pending),
             tx.payload.type.eq(Mux(pong_pending, LcwType.PONG, LcwType.PING)),
-            tx.payload.payload.eq(Mux(pong_pending, pong_token, now)),
+            TOKEN_PAYLOAD.layout(tx.payload.payload).token.eq(Mux(pong_pending, pong_token, now)),
         ]
         with m.If(tx.valid & tx.ready):
             with m.If(pong_pending):

@@ -12,19 +12,19 @@ exists only on the wire: :class:`MacTx` appends it and :class:`MacRx` checks and
 """
 
 from amaranth.hdl import unsigned
-from amaranth.lib import data
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
 
 from ..stream import PacketLayout
+from ..wire import LCW, SEQ_BITS
 
-__all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout",
-           "MacTxUserLayout", "MacRxUserLayout",
-           "MacTxFrameLayout", "MacRxFrameLayout"]
+__all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout", "LcwStream",
+           "LcwEvents", "MacTxUserLayout", "MacRxUserLayout", "MacTxFrameLayout",
+           "MacRxFrameLayout", "xgmii_tx", "xgmii_rx"]
 
 #: The MAC's packet side carries one XGMII word of frame octets per beat.
 MAC_BEAT_OCTETS = 8
-#: LLR sequence numbers are 20 bits, modulo 2^20 (spec §7).
-SEQ_BITS = 20
-LCW_PAYLOAD_BITS = 40
+LCW_PAYLOAD_BITS = dict(LCW.fields)["payload"]
 
 
 class LcwLayout(data.StructLayout):
@@ -33,6 +33,28 @@ class LcwLayout(data.StructLayout):
     them, :class:`MacRx` checks and strips them)."""
     def __init__(self):
         super().__init__({"type": unsigned(8), "payload": unsigned(LCW_PAYLOAD_BITS)})
+
+
+def LcwStream():
+    """A stream of LCWs to send: held until taken."""
+    return stream.Signature(LcwLayout())
+
+
+def LcwEvents():
+    """The LCWs a link end received, each valid for one cycle: every consumer takes them as
+    they come (``always_ready``); a unit reads the payload through its type's format, e.g.
+    ``CREDIT_PAYLOAD.layout(lcw.payload.payload).credits``."""
+    return stream.Signature(LcwLayout(), always_ready=True)
+
+
+def xgmii_tx():
+    """The transmit side of an XGMII port: ``txd`` (lane i in bits 8i+7:8i) and ``txc``."""
+    return {"txd": Out(64), "txc": Out(8)}
+
+
+def xgmii_rx():
+    """The receive side of an XGMII port: ``rxd`` and ``rxc``."""
+    return {"rxd": In(64), "rxc": In(8)}
 
 
 def _frame_beat(user):

@@ -13,13 +13,14 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..config import check_int_range
-from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
+from ..buffer import FRAME_BUFFER_OCTETS, FrameWordLayout, MAX_FRAME_WORDS, read_committed
+from ..counters import CounterBank, Counters
+from ..params import IntRange, Param, parameters
+from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType
-from .layouts import LcwLayout, MacRxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
-from .llr_tx import BufferWordLayout, MAX_FRAME_WORDS, check_buffer_octets, read_committed
+from .layouts import LcwEvents, LcwStream, MacRxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
 
-__all__ = ["LlrRx", "RxState", "check_ack_every", "check_ack_timer", "HELD_FRAME_BITS"]
+__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "HELD_FRAME_BITS"]
 
 _SEQ_HALF = 1 << (SEQ_BITS - 1)
 #: Width of :attr:`LlrRx.held_frames`.
@@ -33,14 +34,12 @@ class RxState(enum.Enum, shape=2):
     NACK_SENT = 2
 
 
-def check_ack_every(value):
-    return check_int_range("ack_every", value, 1, 255)
+ACK_EVERY = Param("an LLR_ACK at least every this many frames", IntRange(1, 255))
+ACK_TIMER = Param("... or this many cycles after the oldest unacknowledged frame",
+                  IntRange(1, 65535))
 
 
-def check_ack_timer(value):
-    return check_int_range("ack_timer", value, 1, 65535)
-
-
+@parameters(buffer_octets=FRAME_BUFFER_OCTETS, ack_every=ACK_EVERY, ack_timer=ACK_TIMER)
 class LlrRx(wiring.Component):
     """Accept the frames of one link direction in order, acknowledge them, ask for replays, and
     hand the good ones to the upper layer (spec §7).
@@ -80,47 +79,44 @@ class LlrRx(wiring.Component):
         Frames from the MAC (always ready: the line cannot wait).
     o : Out(PacketStream(8))
         Accepted frame bodies, in order.
-    lcw_rx : In(stream.Signature(LcwLayout))
-        LCWs from the partner (always ready); LLR_INIT is used.
-    lcw_tx : Out(stream.Signature(LcwLayout))
+    lcw_rx : In(LcwEvents())
+        LCWs from the partner; LLR_INIT is used.
+    lcw_tx : Out(LcwStream())
         LLR_NACK, LLR_INIT_ECHO and LLR_ACK to send (in that priority).
     state : Out(RxState)
     held_frames : Out(16)
         Frames committed to the buffer (including one committing in this cycle) whose last
         beat has not left on ``o`` yet: an LCW arriving now overtook them (CBFC orders its
         CREDIT_SYNC behind them).
-    count_* : Out(32)
+    count : Out(Counters)
         Frames accepted, bad frames, NACKs and ACKs sent, duplicates, sequence errors, frames
         discarded while waiting for a replay or before INIT, frames refused for lack of room,
         unsequenced frames delivered, INITs received.
     """
-    COUNTERS = ("count_frames_received", "count_bad_frames", "count_nacks_sent",
-                "count_acks_sent", "count_duplicates", "count_seq_errors", "count_discarded",
-                "count_overflows", "count_unsequenced", "count_inits_received")
+    COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "acks_sent", "duplicates",
+                "seq_errors", "discarded", "overflows", "unsequenced", "inits_received")
 
     def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=128):
-        self.buffer_words = check_buffer_octets(buffer_octets) // MAC_BEAT_OCTETS
-        self.ack_every = check_ack_every(ack_every)
-        self.ack_timer = check_ack_timer(ack_timer)
+        self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
+        self.ack_every = ack_every
+        self.ack_timer = ack_timer
         super().__init__({
             "mac": In(stream.Signature(MacRxFrameLayout())),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             "state": Out(RxState),
             "held_frames": Out(HELD_FRAME_BITS),
-            **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.buffer_words
         AW = exact_log2(W)
-        counters = {name: SaturatingCounter(name) for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, name).eq(counter.value)
+        counters = CounterBank(m, self.count)
 
-        buffer = Memory(shape=BufferWordLayout(), depth=W, init=[])
+        buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
         m.submodules.buffer = buffer
         wr = buffer.write_port()
         rd = buffer.read_port()
@@ -140,7 +136,7 @@ class LlrRx(wiring.Component):
 
         # --- judging frames ---------------------------------------------------------------------
         beat = self.mac.payload
-        m.d.comb += [self.mac.ready.eq(1), self.lcw_rx.ready.eq(1)]
+        m.d.comb += self.mac.ready.eq(1)
         arrive = self.mac.valid
         in_frame = Signal()            # beats of a frame have arrived, its last not yet
         taking = Signal()              # ... and it is being written
@@ -176,7 +172,7 @@ class LlrRx(wiring.Component):
             with m.If((state == RxState.SEND_ACKS) | always):
                 m.d.sync += [nack_pending.eq(1), nack_seq.eq(last_good),
                              state.eq(RxState.NACK_SENT)]
-                counters["count_nacks_sent"].increment(m, 1)
+                counters["nacks_sent"].increment(m, 1)
 
         with m.If(arrive):
             m.d.sync += in_frame.eq(~beat.last)
@@ -188,24 +184,24 @@ class LlrRx(wiring.Component):
         committed = Signal()           # a sequenced frame was accepted this cycle
         with m.If(first & beat.user.sequenced & (state != RxState.OFF) & ~accept_now):
             with m.If(is_old):
-                counters["count_duplicates"].increment(m, 1)
+                counters["duplicates"].increment(m, 1)
                 m.d.sync += ack_pending.eq(1)
             with m.Elif(is_expected):
-                counters["count_overflows"].increment(m, 1)
+                counters["overflows"].increment(m, 1)
                 ask_nack()
             with m.Elif(state == RxState.SEND_ACKS):
-                counters["count_seq_errors"].increment(m, 1)
+                counters["seq_errors"].increment(m, 1)
                 ask_nack()
             with m.Else():
-                counters["count_discarded"].increment(m, 1)
-        counters["count_discarded"].increment(
+                counters["discarded"].increment(m, 1)
+        counters["discarded"].increment(
             m, first & beat.user.sequenced & (state == RxState.OFF))
-        counters["count_overflows"].increment(m, first & ~beat.user.sequenced & ~room)
+        counters["overflows"].increment(m, first & ~beat.user.sequenced & ~room)
 
         with m.If(writing & beat.last):
             with m.If(beat.user.error):
                 m.d.sync += wr_ptr.eq(commit)             # roll the frame back
-                counters["count_bad_frames"].increment(m, 1)
+                counters["bad_frames"].increment(m, 1)
                 with m.If(beat.user.sequenced):
                     ask_nack(always=True)
             with m.Else():
@@ -213,19 +209,19 @@ class LlrRx(wiring.Component):
                 with m.If(beat.user.sequenced):
                     m.d.comb += committed.eq(1)
                     m.d.sync += [expected.eq(expected + 1), state.eq(RxState.SEND_ACKS)]
-                    counters["count_frames_received"].increment(m, 1)
+                    counters["frames_received"].increment(m, 1)
                 with m.Else():
-                    counters["count_unsequenced"].increment(m, 1)
+                    counters["unsequenced"].increment(m, 1)
 
         # --- LLR_INIT from the partner --------------------------------------------------------
         lcw = self.lcw_rx
         init = lcw.valid & (lcw.payload.type == LcwType.LLR_INIT)
-        counters["count_inits_received"].increment(m, init)
+        counters["inits_received"].increment(m, init)
         unacked = Signal(8)
         ack_age = Signal(16)
         with m.If(init):
             m.d.sync += [
-                expected.eq(lcw.payload.payload[LLR_PAYLOAD.offsets()["seq"][0]:]),
+                expected.eq(LLR_PAYLOAD.layout(lcw.payload.payload).seq),
                 state.eq(RxState.SEND_ACKS),
                 echo_pending.eq(1), echo_payload.eq(lcw.payload.payload),
                 nack_pending.eq(0), ack_pending.eq(0),
@@ -253,16 +249,14 @@ class LlrRx(wiring.Component):
 
         # --- LCWs to send: NACK, then ECHO, then ACK --------------------------------------------
         tx = self.lcw_tx
-        seq_at = LLR_PAYLOAD.offsets()["seq"][0]
+        tx_seq = LLR_PAYLOAD.layout(tx.payload.payload).seq
         with m.If(nack_pending):
-            m.d.comb += [tx.payload.type.eq(LcwType.LLR_NACK),
-                         tx.payload.payload[seq_at:].eq(nack_seq)]
+            m.d.comb += [tx.payload.type.eq(LcwType.LLR_NACK), tx_seq.eq(nack_seq)]
         with m.Elif(echo_pending):
             m.d.comb += [tx.payload.type.eq(LcwType.LLR_INIT_ECHO),
                          tx.payload.payload.eq(echo_payload)]
         with m.Else():
-            m.d.comb += [tx.payload.type.eq(LcwType.LLR_ACK),
-                         tx.payload.payload[seq_at:].eq(last_good)]
+            m.d.comb += [tx.payload.type.eq(LcwType.LLR_ACK), tx_seq.eq(last_good)]
         m.d.comb += tx.valid.eq(nack_pending | echo_pending | ack_pending)
         sent = tx.valid & tx.ready
         with m.If(sent):
@@ -273,7 +267,7 @@ class LlrRx(wiring.Component):
             with m.Else():
                 m.d.sync += ack_pending.eq(0)
                 m.d.comb += ack_sent.eq(1)
-        counters["count_acks_sent"].increment(m, ack_sent)
+        counters["acks_sent"].increment(m, ack_sent)
 
         # --- buffer -> upper layer --------------------------------------------------------------
         delivered = read_committed(m, rd, rd_ptr, commit, self.o)

@@ -9,22 +9,20 @@ LLR_INIT / LLR_INIT_ECHO; ACKs and NACKs outside the outstanding window are igno
 """
 
 from amaranth.hdl import Module, Signal, Mux, unsigned
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..config import check_int_range
-from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
-from ..wire import LLR_PAYLOAD, LcwType, MAX_BODY_OCTETS
-from .layouts import LcwLayout, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
+from ..buffer import FRAME_BUFFER_OCTETS, FrameWordLayout, MAX_FRAME_WORDS
+from ..counters import CounterBank, Counters
+from ..params import IntRange, Param, PowerOfTwo, parameters
+from ..stream import PacketStream
+from ..wire import LLR_PAYLOAD, LcwType
+from .layouts import LcwEvents, LcwStream, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
 
-__all__ = ["LlrTx", "TxState", "BufferWordLayout", "read_committed", "check_buffer_octets",
-           "check_buffer_frames", "check_replay_max", "MAX_FRAME_WORDS",
-           "DEFAULT_REPLAY_TIMEOUT", "AUTO_TIMEOUT_MARGIN", "seq_in_window"]
-
-#: Words (8 octets) of the longest frame body (spec §3: 2048 + 22 octets).
-MAX_FRAME_WORDS = -(-MAX_BODY_OCTETS // MAC_BEAT_OCTETS)
+__all__ = ["LlrTx", "TxState", "REPLAY_MAX", "BUFFER_FRAMES", "DEFAULT_REPLAY_TIMEOUT",
+           "AUTO_TIMEOUT_MARGIN", "TIMER_BITS", "seq_in_window"]
 #: Replay timer while the round trip is not known yet (``replay_timeout`` = 0, no PONG yet).
 DEFAULT_REPLAY_TIMEOUT = 4096
 #: Automatic replay timer: twice the measured round trip plus this margin: two longest frames
@@ -46,67 +44,9 @@ class TxState(enum.Enum, shape=3):
     FLUSH = 4
 
 
-class BufferWordLayout(data.StructLayout):
-    """One word of a link-layer frame buffer: 8 body octets, ``keep`` and ``last``."""
-    def __init__(self):
-        super().__init__({"data": unsigned(64), "keep": unsigned(8), "last": unsigned(1)})
-
-
-def read_committed(m, rd, rd_ptr, commit, o):
-    """Stream the committed words of a frame buffer out on packet stream ``o``.
-
-    ``rd`` is the buffer's (synchronous) read port, ``rd_ptr`` the read pointer (one bit wider
-    than the address) and ``commit`` the end of the committed words. One output register holds
-    the word read; a word is read whenever that register is empty or being taken, so ``o``
-    carries one beat per cycle while words are committed and ``ready`` is high. ``first`` is
-    rebuilt from ``last``. Returns the strobe of a frame's last beat leaving."""
-    out_valid = Signal()
-    out_first = Signal(init=1)
-    advance = ~out_valid | o.ready
-    read = advance & (rd_ptr != commit)
-    m.d.comb += [rd.addr.eq(rd_ptr[:len(rd.addr)]), rd.en.eq(advance)]
-    with m.If(advance):
-        m.d.sync += out_valid.eq(read)
-    with m.If(read):
-        m.d.sync += rd_ptr.eq(rd_ptr + 1)
-    with m.If(o.valid & o.ready):
-        m.d.sync += out_first.eq(o.payload.last)
-    m.d.comb += [
-        o.valid.eq(out_valid),
-        o.payload.data.eq(rd.data.data),
-        o.payload.keep.eq(rd.data.keep),
-        o.payload.last.eq(rd.data.last),
-        o.payload.first.eq(out_first),
-    ]
-    return o.valid & o.ready & o.payload.last
-
-
-def _check(name, value, ok, rule):
-    if not isinstance(value, int) or isinstance(value, bool) or not ok(value):
-        raise ValueError(f"{name} must be {rule}, not {value!r}")
-    return value
-
-
-def _power_of_two(value):
-    return value > 0 and value & (value - 1) == 0
-
-
-def check_buffer_octets(octets):
-    """A frame buffer holds at least two longest frames and is a power of two of octets."""
-    return _check("buffer_octets", octets,
-                  lambda v: _power_of_two(v) and v >= 2 * MAX_FRAME_WORDS * MAC_BEAT_OCTETS
-                  and v <= 1 << 20,
-                  f"a power of two from {2 * MAX_FRAME_WORDS * MAC_BEAT_OCTETS} (two longest "
-                  f"frames) to 1 MiB")
-
-
-def check_buffer_frames(frames):
-    return _check("buffer_frames", frames, lambda v: _power_of_two(v) and 2 <= v <= 4096,
-                  "a power of two from 2 to 4096")
-
-
-def check_replay_max(value):
-    return check_int_range("replay_max", value, 1, 255)
+#: Ref: spec §7 — at most replay_max consecutive replays without progress before FLUSH.
+REPLAY_MAX = Param("consecutive replays without progress before FLUSH", IntRange(1, 255))
+BUFFER_FRAMES = Param("LLR replay buffer in frames", PowerOfTwo(2, 4096))
 
 
 def seq_in_window(seq, low, high):
@@ -117,6 +57,8 @@ def seq_in_window(seq, low, high):
                                              else (high - low)[:SEQ_BITS])
 
 
+@parameters(buffer_octets=FRAME_BUFFER_OCTETS, buffer_frames=BUFFER_FRAMES,
+            replay_max=REPLAY_MAX)
 class LlrTx(wiring.Component):
     """Sequence, buffer, send and replay the frames of one link direction (spec §7).
 
@@ -159,10 +101,9 @@ class LlrTx(wiring.Component):
     abort : Out(1)
         Cut the frame the MAC is sending: a strobe in the cycle the reader jumps (replay,
         skip, FLUSH); the next beat offered is the first of the frame the jump goes to.
-    lcw_rx : In(stream.Signature(LcwLayout))
-        LCWs received from the partner (always ready); LLR_ACK, LLR_NACK and LLR_INIT_ECHO
-        are used.
-    lcw_tx : Out(stream.Signature(LcwLayout))
+    lcw_rx : In(LcwEvents())
+        LCWs received from the partner; LLR_ACK, LLR_NACK and LLR_INIT_ECHO are used.
+    lcw_tx : Out(LcwStream())
         LLR_INIT to send.
     enable : In(1)
     replay_timeout : In(TIMER_BITS)
@@ -176,21 +117,25 @@ class LlrTx(wiring.Component):
         which of its frames the link has finished with (CBFC's settled credits).
     failed : Out(1)
         The link failed (FLUSH) and has not re-initialised yet.
-    count_* : Out(32)
+    count : Out(Counters)
         Frames sent new and replayed, replays, NACKs/ACKs received, out-of-window ACK/NACKs,
         timeouts, flushes, flushed frames, INITs sent; high-water marks of buffer words and
         frames.
     """
+    COUNTERS = ("frames_sent", "frames_replayed", "replays", "nacks_received",
+                "acks_received", "out_of_window", "timeouts", "flushes", "flushed_frames",
+                "inits_sent", "buffer_words_high", "buffer_frames_high")
+
     def __init__(self, buffer_octets=16384, buffer_frames=64, replay_max=8):
-        self.buffer_words = check_buffer_octets(buffer_octets) // MAC_BEAT_OCTETS
-        self.buffer_frames = check_buffer_frames(buffer_frames)
-        self.replay_max = check_replay_max(replay_max)
+        self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
+        self.buffer_frames = buffer_frames
+        self.replay_max = replay_max
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "mac": Out(stream.Signature(MacTxFrameLayout())),
             "abort": Out(1),
-            "lcw_rx": In(stream.Signature(LcwLayout())),
-            "lcw_tx": Out(stream.Signature(LcwLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
             "enable": In(1),
             "replay_timeout": In(TIMER_BITS),
             "rtt": In(16),
@@ -198,20 +143,15 @@ class LlrTx(wiring.Component):
             "state": Out(TxState),
             "head": Out(SEQ_BITS),
             "failed": Out(1),
-            **{name: Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
-
-    COUNTERS = ("count_frames_sent", "count_frames_replayed", "count_replays",
-                "count_nacks_received", "count_acks_received", "count_out_of_window",
-                "count_timeouts", "count_flushes", "count_flushed_frames", "count_inits_sent",
-                "count_buffer_words_high", "count_buffer_frames_high")
 
     def elaborate(self, platform):
         m = Module()
         W, F = self.buffer_words, self.buffer_frames
         AW, FW = exact_log2(W), exact_log2(F)
 
-        buffer = Memory(shape=BufferWordLayout(), depth=W, init=[])
+        buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
         starts = Memory(shape=unsigned(AW), depth=F, init=[])
         m.submodules.buffer = buffer
         m.submodules.starts = starts
@@ -222,9 +162,7 @@ class LlrTx(wiring.Component):
         start_of_next = starts.read_port(domain="comb")     # frame after the one being read
         start_of_target = starts.read_port(domain="comb")   # where a replay begins
 
-        counters = {name: SaturatingCounter(name) for name in self.COUNTERS}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, name).eq(counter.value)
+        counters = CounterBank(m, self.count)
 
         # Sequence numbers: head = oldest unacknowledged, send = next to read from the buffer,
         # sent_hi = one past the newest frame ever started, nxt = the frame being written.
@@ -273,10 +211,8 @@ class LlrTx(wiring.Component):
 
         used_words = Signal(AW + 1)
         m.d.comb += used_words.eq(W - free_words)
-        with m.If(used_words > counters["count_buffer_words_high"].value):
-            m.d.sync += counters["count_buffer_words_high"].value.eq(used_words)
-        with m.If(frames_held > counters["count_buffer_frames_high"].value):
-            m.d.sync += counters["count_buffer_frames_high"].value.eq(frames_held)
+        counters.buffer_words_high.track_max(m, used_words)
+        counters.buffer_frames_high.track_max(m, frames_held)
 
         # --- reader: buffer -> MAC ----------------------------------------------------------
         rd_addr = Signal(AW)
@@ -315,8 +251,8 @@ class LlrTx(wiring.Component):
             with m.If(rd_first):
                 with m.If(send == sent_hi):
                     m.d.sync += sent_hi.eq(send + 1)
-                counters["count_frames_sent"].increment(m, send == sent_hi)
-                counters["count_frames_replayed"].increment(m, send != sent_hi)
+                counters["frames_sent"].increment(m, send == sent_hi)
+                counters["frames_replayed"].increment(m, send != sent_hi)
         with m.If(advance | restart):
             m.d.sync += out_valid.eq(read)
 
@@ -332,9 +268,8 @@ class LlrTx(wiring.Component):
 
         # --- partner's LCWs -------------------------------------------------------------
         lcw = self.lcw_rx
-        m.d.comb += lcw.ready.eq(1)
         lcw_seq = Signal(SEQ_BITS)
-        m.d.comb += lcw_seq.eq(lcw.payload.payload[LLR_PAYLOAD.offsets()["seq"][0]:])
+        m.d.comb += lcw_seq.eq(LLR_PAYLOAD.layout(lcw.payload.payload).seq)
         lcw_next = Signal(SEQ_BITS)
         m.d.comb += lcw_next.eq(lcw_seq + 1)
         in_window = seq_in_window(lcw_next, head, sent_hi)
@@ -352,9 +287,9 @@ class LlrTx(wiring.Component):
         m.d.sync += [jump.eq(0), jump_is_replay.eq(0), jump_is_timeout.eq(0)]
 
         progress = Signal()
-        counters["count_acks_received"].increment(m, is_ack & live)
-        counters["count_nacks_received"].increment(m, is_nack & live)
-        counters["count_out_of_window"].increment(m, (is_ack | is_nack) & live & ~in_window)
+        counters["acks_received"].increment(m, is_ack & live)
+        counters["nacks_received"].increment(m, is_nack & live)
+        counters["out_of_window"].increment(m, (is_ack | is_nack) & live & ~in_window)
         with m.If((is_ack | is_nack) & live & in_window):
             m.d.comb += progress.eq(lcw_next != head)
             m.d.sync += head.eq(lcw_next)
@@ -412,8 +347,8 @@ class LlrTx(wiring.Component):
                          rd_addr.eq(Mux(jump_to == nxt, write_start, start_of_target.data))]
             with m.If(jump_is_replay):
                 m.d.sync += streak.eq(Mux(progress, 1, streak + 1))
-            counters["count_replays"].increment(m, jump_is_replay)
-            counters["count_timeouts"].increment(m, jump_is_timeout)
+            counters["replays"].increment(m, jump_is_replay)
+            counters["timeouts"].increment(m, jump_is_timeout)
 
         # --- FLUSH and INIT -------------------------------------------------------------------
         init_pending = Signal()
@@ -427,12 +362,12 @@ class LlrTx(wiring.Component):
         expected_echo = Signal(init_word)
         expected_value = expected_echo.as_value()
         m.d.comb += [expected_echo.seq.eq(head), expected_echo.nonce.eq(nonce)]
-        counters["count_inits_sent"].increment(m, self.lcw_tx.valid & self.lcw_tx.ready)
+        counters["inits_sent"].increment(m, self.lcw_tx.valid & self.lcw_tx.ready)
         with m.If(self.lcw_tx.valid & self.lcw_tx.ready):
             m.d.sync += init_pending.eq(0)
 
-        counters["count_flushes"].increment(m, flush)
-        counters["count_flushed_frames"].add(m, frames_held, flush)
+        counters["flushes"].increment(m, flush)
+        counters["flushed_frames"].add(m, frames_held, flush)
         with m.If(flush):
             m.d.sync += [
                 head.eq(nxt), send.eq(nxt), sent_hi.eq(nxt),

@@ -9,26 +9,21 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
 from amaranth.lib.wiring import In, Out
 
-from ..stream import COUNTER_WIDTH, drive_counters, count_to_keep
+from ..counters import CounterBank, Counters
+from ..params import IntRange, Param, parameters
+from ..stream import count_to_keep
 from ..wire import MAX_BODY_OCTETS, PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
 from .crc import OctetCrc
 from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacRxFrameLayout
 
-__all__ = ["MacRx", "check_max_body_octets", "RX_COUNTERS"]
+__all__ = ["MacRx", "MAX_BODY"]
 
 FCS_OCTETS = 4
-#: Counters of :class:`MacRx` (``count_<name>``).
-RX_COUNTERS = ("frames", "octets", "bad_starts", "fcs_errors", "error_chars", "truncated",
-               "too_long", "runts", "lcws", "lcw_crc_errors", "overruns", "lcw_overruns")
+#: Ref: spec §4 — bodies are up to MAX_BODY_OCTETS octets; a receiver may take longer ones.
+MAX_BODY = Param("largest body accepted, in octets", IntRange(8, 65535))
 
 
-def check_max_body_octets(value):
-    if isinstance(value, bool) or not isinstance(value, int) or not 8 <= value <= 65535:
-        raise ValueError(f"max_body_octets must be an integer from 8 to 65535 "
-                         f"(spec §4: bodies are up to {MAX_BODY_OCTETS} octets), not {value!r}")
-    return value
-
-
+@parameters(max_body_octets=MAX_BODY)
 class MacRx(wiring.Component):
     """Receive frame bodies and link control words from 64-bit XGMII words.
 
@@ -71,11 +66,11 @@ class MacRx(wiring.Component):
         class 0x5) on every beat, ``user.error`` on the last beat.
     lcw : Out(stream.Signature(LcwLayout()))
         Received LCWs with a good crc8.
-    count_* : Out(32)
+    count : Out(Counters)
         ``frames``, ``octets`` (body octets of good frames), ``bad_starts``, ``fcs_errors``,
         ``error_chars``, ``truncated``, ``too_long``, ``runts``, ``lcws``,
         ``lcw_crc_errors``, ``overruns``, ``lcw_overruns``. Saturating;
-        ``count_octets`` catches up 1 cycle after ``count_frames``.
+        ``octets`` catches up 1 cycle after ``frames``.
 
     Latency: a body word on ``rxd`` in cycle c → its beat valid on ``o`` in cycle c + 2 when it
     is not the frame's last beat (the MAC looks one word ahead to know which octets are FCS).
@@ -89,19 +84,22 @@ class MacRx(wiring.Component):
     ``/S/`` right after the ``/T/`` word); at most one ``o`` beat per cycle.
     """
 
+    COUNTERS = ("frames", "octets", "bad_starts", "fcs_errors", "error_chars", "truncated",
+                "too_long", "runts", "lcws", "lcw_crc_errors", "overruns", "lcw_overruns")
+
     def __init__(self, max_body_octets=MAX_BODY_OCTETS):
-        self._max = check_max_body_octets(max_body_octets)
+        self._max = max_body_octets
         super().__init__({
             "rxd": In(64),
             "rxc": In(8),
             "o": Out(stream.Signature(MacRxFrameLayout())),
             "lcw": Out(stream.Signature(LcwLayout())),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in RX_COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        counters = drive_counters(m, self, RX_COUNTERS)
+        counters = CounterBank(m, self.count)
 
         fcs = OctetCrc(CRC32_ETHERNET, 8)
         crc8 = OctetCrc(CRC8_SMBUS, 6)

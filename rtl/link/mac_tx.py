@@ -9,32 +9,22 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
 from amaranth.lib.wiring import In, Out
 
-from ..stream import COUNTER_WIDTH, drive_counters, keep_count
+from ..counters import CounterBank, Counters
+from ..params import Flag, IntRange, Param, parameters
+from ..stream import keep_count
 from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
 from .crc import OctetCrc
 from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout
 
-__all__ = ["MacTx", "check_ifg", "check_lcw_in_frame", "MIN_IFG", "MAX_IFG", "gap_words",
-           "lcw_lanes", "TX_COUNTERS"]
+__all__ = ["MacTx", "IFG", "LCW_IN_FRAME", "MIN_IFG", "MAX_IFG", "gap_words", "lcw_lanes"]
 
 MIN_IFG = 4
 MAX_IFG = 64
-#: Counter names of the transmitter, as it exports them (``count_<name>``).
-TX_COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws")
 FCS_OCTETS = 4
 
-
-def check_ifg(ifg):
-    if isinstance(ifg, bool) or not isinstance(ifg, int) or not MIN_IFG <= ifg <= MAX_IFG:
-        raise ValueError(f"ifg must be an integer number of octets from {MIN_IFG} to {MAX_IFG} "
-                         f"(spec §5: the gap is at least 4 octets), not {ifg!r}")
-    return ifg
-
-
-def check_lcw_in_frame(value):
-    if value not in (0, 1, False, True):
-        raise ValueError(f"lcw_in_frame must be 0 or 1 (or a bool), not {value!r}")
-    return bool(value)
+#: Ref: spec §5 — the gap is at least 4 octets.
+IFG = Param("inter-frame gap in octets", IntRange(MIN_IFG, MAX_IFG))
+LCW_IN_FRAME = Param("1: LCWs may also go between two words of a frame", Flag())
 
 
 def gap_words(t_lane, ifg):
@@ -59,6 +49,7 @@ def lcw_lanes(m, crc8, lcw_type, payload, name):
             + [(crc8.output(crc), 0)])
 
 
+@parameters(ifg=IFG, lcw_in_frame=LCW_IN_FRAME)
 class MacTx(wiring.Component):
     """Send frame bodies and link control words as 64-bit XGMII words.
 
@@ -103,10 +94,10 @@ class MacTx(wiring.Component):
         the ``/T/`` or abort word: exactly the cycles in which ``abort`` ends a frame.
     txd, txc : Out(64), Out(8)
         The XGMII word (registered): lane i is ``txd[8i+7:8i]``, its control flag ``txc[i]``.
-    count_frames, count_octets, count_aborts, count_underruns, count_lcws : Out(32)
-        Frames completed with ``/T/``, their body octets, frames ended by ``abort``, by an
-        underrun, LCWs sent. Saturating;
-        ``count_octets`` catches up 1 cycle after ``count_frames``.
+    count : Out(Counters)
+        ``frames`` completed with ``/T/``, their body ``octets``, frames ended by ``abort``
+        (``aborts``) or by an underrun (``underruns``), ``lcws`` sent. Saturating;
+        ``octets`` catches up 1 cycle after ``frames``.
 
     Latency: a first beat offered while the MAC is idle, the gap is met and no LCW is waiting
     is taken at once and gives the ``/S/`` word on ``txd`` 1 cycle later; every beat's word
@@ -121,9 +112,11 @@ class MacTx(wiring.Component):
     depend combinationally on ``i.valid``, ``lcw.valid`` and ``abort`` (rule 4).
     """
 
-    def __init__(self, ifg=12, lcw_in_frame=True):
-        self._ifg = check_ifg(ifg)
-        self._lcw_in_frame = check_lcw_in_frame(lcw_in_frame)
+    COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws")
+
+    def __init__(self, ifg=12, lcw_in_frame=1):
+        self._ifg = ifg
+        self._lcw_in_frame = bool(lcw_in_frame)
         super().__init__({
             "i": In(stream.Signature(MacTxFrameLayout())),
             "lcw": In(stream.Signature(LcwLayout())),
@@ -131,13 +124,12 @@ class MacTx(wiring.Component):
             "in_frame": Out(1),
             "txd": Out(64, init=int.from_bytes(bytes([XgmiiControl.IDLE]) * 8, "little")),
             "txc": Out(8, init=0xFF),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in (
-                "frames", "octets", "aborts", "underruns", "lcws")},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        counters = drive_counters(m, self, ("frames", "octets", "aborts", "underruns", "lcws"))
+        counters = CounterBank(m, self.count)
 
         fcs = OctetCrc(CRC32_ETHERNET, 8)
         crc8 = OctetCrc(CRC8_SMBUS, 6)

@@ -15,9 +15,9 @@ from amaranth.hdl import Module, Signal, C, Mux
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..stream import PacketStream, check_beat_octets, count_to_keep, keep_count
+from ..stream import PacketStream, BEAT_OCTETS, count_to_keep, keep_count
 from ..wire import RDMA_TH
-from .axi import axi4_read_members, axi4_write_members, check_addr_width, BURST_INCR, RESP_OKAY
+from .axi import Axi4Signature, ADDR_WIDTH, BURST_INCR, RESP_OKAY
 
 __all__ = ["AxiReader", "AxiWriter", "PacketSender", "MAX_PACKET_OCTETS", "PAGE_OCTETS"]
 
@@ -87,32 +87,30 @@ class AxiReader(wiring.Component):
     Throughput: one beat per cycle inside a burst; between bursts (every 4 KiB, every 256
     beats, every packet) the round trip AR → first R.
     """
-    def __init__(self, beat_octets=8, addr_width=32, prefix="m_axi"):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.addr_width = check_addr_width(addr_width)
-        self._prefix = prefix
+    def __init__(self, beat_octets=8, addr_width=32):
+        self.beat_octets = BEAT_OCTETS.validate("beat_octets", beat_octets)
+        self.addr_width = ADDR_WIDTH.validate("addr_width", addr_width)
         super().__init__({
             "cmd": In(stream.Signature(MoveLayout(addr_width))),
             "o": Out(PacketStream(beat_octets)),
             "error": Out(1),
-            **axi4_read_members(prefix, addr_width, beat_octets),
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets, write=False)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        axi = {name[len(self._prefix) + 1:]: getattr(self, name)
-               for name in axi4_read_members(self._prefix, self.addr_width, W)}
+        axi = self.m_axi
         addr = Signal(self.addr_width)
         tail = Signal(range(W + 1))          # octets in the last beat
         first = Signal()
         bursts = _Bursts(m, W, addr)
         arlen, arsize, arburst = bursts.fields()
-        m.d.comb += [axi["araddr"].eq(addr), axi["arlen"].eq(arlen), axi["arsize"].eq(arsize),
-                     axi["arburst"].eq(arburst), axi["arid"].eq(0)]
+        m.d.comb += [axi.araddr.eq(addr), axi.arlen.eq(arlen), axi.arsize.eq(arsize),
+                     axi.arburst.eq(arburst), axi.arid.eq(0)]
         last = bursts.beats == 1
         m.d.comb += [
-            self.o.payload.data.eq(axi["rdata"]),
+            self.o.payload.data.eq(axi.rdata),
             self.o.payload.keep.eq(Mux(last, count_to_keep(tail, W), C(-1, W))),
             self.o.payload.first.eq(first),
             self.o.payload.last.eq(last),
@@ -127,12 +125,12 @@ class AxiReader(wiring.Component):
                     bursts.start(m, octets)
                     m.next = "AR"
             with m.State("AR"):
-                bursts.issue(m, addr, axi["arvalid"], axi["arready"], "R")
+                bursts.issue(m, addr, axi.arvalid, axi.arready, "R")
             with m.State("R"):
-                m.d.comb += [self.o.valid.eq(axi["rvalid"]),
-                             axi["rready"].eq(self.o.ready)]
-                with m.If(axi["rvalid"] & self.o.ready):
-                    m.d.comb += self.error.eq(axi["rresp"] != RESP_OKAY)
+                m.d.comb += [self.o.valid.eq(axi.rvalid),
+                             axi.rready.eq(self.o.ready)]
+                with m.If(axi.rvalid & self.o.ready):
+                    m.d.comb += self.error.eq(axi.rresp != RESP_OKAY)
                     m.d.sync += [first.eq(0), bursts.beats.eq(bursts.beats - 1),
                                  bursts.in_burst.eq(bursts.in_burst - 1)]
                     with m.If(last):
@@ -164,22 +162,20 @@ class AxiWriter(wiring.Component):
     Throughput: one beat per cycle inside a burst; one burst at a time (W follows AW, the next
     AW waits for B).
     """
-    def __init__(self, beat_octets=8, addr_width=32, prefix="m_axi"):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.addr_width = check_addr_width(addr_width)
-        self._prefix = prefix
+    def __init__(self, beat_octets=8, addr_width=32):
+        self.beat_octets = BEAT_OCTETS.validate("beat_octets", beat_octets)
+        self.addr_width = ADDR_WIDTH.validate("addr_width", addr_width)
         super().__init__({
             "cmd": In(stream.Signature(MoveLayout(addr_width, write=True))),
             "i": In(PacketStream(beat_octets)),
             "done": Out(stream.Signature(DoneLayout())),
-            **axi4_write_members(prefix, addr_width, beat_octets),
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets, read=False)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        axi = {name[len(self._prefix) + 1:]: getattr(self, name)
-               for name in axi4_write_members(self._prefix, self.addr_width, W)}
+        axi = self.m_axi
         addr = Signal(self.addr_width)
         octets = Signal(range(MAX_PACKET_OCTETS + 1))      # wanted
         seen = Signal(range(MAX_PACKET_OCTETS + W + 1))    # taken from the packet (saturating)
@@ -188,8 +184,8 @@ class AxiWriter(wiring.Component):
         bursts = _Bursts(m, W, addr)
         tail = Signal(range(W + 1))          # octets of the move in its last beat
         awlen, awsize, awburst = bursts.fields()
-        m.d.comb += [axi["awaddr"].eq(addr), axi["awlen"].eq(awlen), axi["awsize"].eq(awsize),
-                     axi["awburst"].eq(awburst), axi["awid"].eq(0)]
+        m.d.comb += [axi.awaddr.eq(addr), axi.awlen.eq(awlen), axi.awsize.eq(awsize),
+                     axi.awburst.eq(awburst), axi.awid.eq(0)]
         m.d.comb += [self.done.payload.ok.eq(ok),
                      self.done.payload.exact.eq(seen == octets)]
         take = self.i.valid & self.i.ready
@@ -212,27 +208,27 @@ class AxiWriter(wiring.Component):
                     with m.Else():
                         m.next = "DRAIN"
             with m.State("AW"):
-                bursts.issue(m, addr, axi["awvalid"], axi["awready"], "W")
+                bursts.issue(m, addr, axi.awvalid, axi.awready, "W")
             with m.State("W"):
                 # After the packet's last beat, padding beats (strobe 0) finish the burst; the
                 # move's last beat writes no octet past ``octets``, whatever the packet holds.
                 in_move = Mux(bursts.beats == 1, count_to_keep(tail, W), C(-1, W))
                 m.d.comb += [
-                    axi["wvalid"].eq(self.i.valid | ~in_packet),
-                    axi["wdata"].eq(self.i.payload.data),
-                    axi["wstrb"].eq(Mux(in_packet, self.i.payload.keep & in_move, 0)),
-                    axi["wlast"].eq(bursts.in_burst == 1),
-                    self.i.ready.eq(axi["wready"] & in_packet),
+                    axi.wvalid.eq(self.i.valid | ~in_packet),
+                    axi.wdata.eq(self.i.payload.data),
+                    axi.wstrb.eq(Mux(in_packet, self.i.payload.keep & in_move, 0)),
+                    axi.wlast.eq(bursts.in_burst == 1),
+                    self.i.ready.eq(axi.wready & in_packet),
                 ]
-                with m.If(axi["wvalid"] & axi["wready"]):
+                with m.If(axi.wvalid & axi.wready):
                     m.d.sync += [bursts.beats.eq(bursts.beats - 1),
                                  bursts.in_burst.eq(bursts.in_burst - 1)]
                     with m.If(bursts.in_burst == 1):
                         m.next = "B"
             with m.State("B"):
-                m.d.comb += axi["bready"].eq(1)
-                with m.If(axi["bvalid"]):
-                    with m.If(axi["bresp"] != RESP_OKAY):
+                m.d.comb += axi.bready.eq(1)
+                with m.If(axi.bvalid):
+                    with m.If(axi.bresp != RESP_OKAY):
                         m.d.sync += ok.eq(0)
                     with m.If(bursts.beats != 0):
                         m.next = "AW"

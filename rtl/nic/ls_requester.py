@@ -6,94 +6,47 @@ L/S entropy), §11 (bogus responses never complete an operation; nothing hangs).
 """
 
 from amaranth.hdl import Module, Signal, Cat, C, Const, Mux
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range, check_power_of_two
+from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..stream import (PacketStream, check_beat_octets, keep_count, drive_counters,
-                      COUNTER_WIDTH)
-from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION, LS_TH
-from .ls_responder import LINE_OCTETS, MAX_LS_OCTETS, LINE_BITS
+from ..params import parameters
+from ..stream import PacketStream, BEAT_OCTETS, keep_count
+from ..wire import (ENDPOINT_BITS, HeaderLayout, LsSize, Opcode, VirtualChannel,
+                    OEFH_VERSION)
+from .engine import (CompletionLayout, CompletionStatus, fail_queue, FAIL_DEPTH_MAX,
+                     LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS, STAMP_BITS, TAG_BITS, TAGS,
+                     TIMEOUT_CYCLES)
 
-__all__ = ["LsRequester", "LsRequestLayout", "CompletionLayout", "CompletionStatus",
-           "check_tags", "check_timeout", "fail_queue", "FAIL_DEPTH_MAX"]
-
-TAG_BITS = dict(LS_TH.fields)["tag"]
-#: Bits of the cycle stamps the timeout is measured with.
-STAMP_BITS = 16
-
-
-def check_tags(value):
-    return check_power_of_two("tags", value, 2, 1 << TAG_BITS)
-
-
-def check_timeout(value):
-    return check_int_range("timeout_cycles", value, 64, (1 << (STAMP_BITS - 1)) - 1)
-
-
-class CompletionStatus(enum.Enum, shape=3):
-    """Status of a completion: the wire's three (spec §4.2, same codes) and the requester's
-    own."""
-    OK = Status.OK.value
-    ACCESS_DENIED = Status.ACCESS_DENIED.value
-    ADDRESS_ERROR = Status.ADDRESS_ERROR.value
-    #: No response within ``timeout_cycles`` (the request or its response was lost).
-    TIMEOUT = 4
-    #: The tag was already outstanding or beyond ``tags``: the request was not sent.
-    BAD_TAG = 5
-    #: No port reaches the destination (spec §9): the request frame was dropped at the NIC.
-    UNREACHABLE = 6
-
+__all__ = ["LsRequester", "LsRequestLayout"]
 
 class LsRequestLayout(data.StructLayout):
     """One GPU L/S request: ``store`` (0 load, 1 store), ``size`` (spec §4.2 code), ``dst``,
     ``tag``, ``line`` (cache-line address)."""
     def __init__(self):
         # ``pad`` makes the request 9 whole octets (an AXI4-Stream ``tdata`` at the export).
-        super().__init__({"store": 1, "size": LsSize, "dst": 12, "tag": TAG_BITS,
+        super().__init__({"store": 1, "size": LsSize, "dst": ENDPOINT_BITS, "tag": TAG_BITS,
                           "line": LINE_BITS, "pad": 1})
-
-
-#: Entries of a requester's queue of unroutable-frame headers, at most.
-FAIL_DEPTH_MAX = 64
-
-
-def fail_queue(m, fail, entry, depth, overflows):
-    """Queue the headers of dropped frames arriving on ``fail`` as ``entry`` (a struct value
-    made of ``fail.payload``) in a FIFO of ``depth`` entries, which is returned.
-
-    ``fail`` is always ready: its sender is the NIC's steering, whose transmit path must never
-    wait for the GPU to take completions (else a GPU holding its completions back would also
-    hold back the responses this NIC owes to others). A header that finds the queue full is
-    dropped and counted on ``overflows``; its operation then times out instead.
-    """
-    m.submodules.fail_q = queue = SyncFIFOBuffered(width=entry.shape().size, depth=depth)
-    m.d.comb += [queue.w_data.eq(entry), queue.w_en.eq(fail.valid), fail.ready.eq(1)]
-    overflows.increment(m, fail.valid & ~queue.w_rdy)
-    return queue
-
-
-class CompletionLayout(data.StructLayout):
-    """One completion: the request's ``tag`` and a :class:`CompletionStatus` (2 octets)."""
-    def __init__(self):
-        super().__init__({"tag": TAG_BITS, "status": CompletionStatus, "pad": 1})
 
 
 class _Failed(data.StructLayout):
     """What the requester keeps of a dropped request frame's header."""
     def __init__(self):
-        super().__init__({"opcode": Opcode, "size": LsSize, "tag": TAG_BITS, "dst": 12})
+        super().__init__({"opcode": Opcode, "size": LsSize, "tag": TAG_BITS,
+                          "dst": ENDPOINT_BITS})
 
 
 class _Entry(data.StructLayout):
     def __init__(self):
-        super().__init__({"store": 1, "size": LsSize, "dst": 12, "stamp": STAMP_BITS})
+        super().__init__({"store": 1, "size": LsSize, "dst": ENDPOINT_BITS,
+                          "stamp": STAMP_BITS})
 
 
+@parameters(beat_octets=BEAT_OCTETS, tags=TAGS, timeout_cycles=TIMEOUT_CYCLES)
 class LsRequester(wiring.Component):
     """Send L/S requests, match their responses, complete every request exactly once.
 
@@ -135,7 +88,7 @@ class LsRequester(wiring.Component):
         Headers of request frames dropped as unroutable (one per cycle, always ready).
     outstanding : Out(range(tags + 1))
         Requests sent and not yet completed.
-    count_* : Out(32)
+    count : Out(Counters)
         Saturating counters, :attr:`COUNTERS`.
 
     Latency: a request frame's first beat leaves :attr:`TX_LATENCY` cycles after its ``req``
@@ -155,28 +108,32 @@ class LsRequester(wiring.Component):
     FAIL_LATENCY = 4
 
     def __init__(self, beat_octets=8, tags=64, timeout_cycles=4096):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.tags = check_tags(tags)
-        self.timeout_cycles = check_timeout(timeout_cycles)
-        self.fail_depth = max(4, min(self.tags, FAIL_DEPTH_MAX))
-        super().__init__({
-            "local_id": In(12),
+        self.beat_octets = beat_octets
+        self.tags = tags
+        self.timeout_cycles = timeout_cycles
+        #: What the GPU sees: the endpoint's id, requests, completions, the tags in use.
+        self.gpu_members = {
+            "local_id": In(ENDPOINT_BITS),
             "req": In(stream.Signature(LsRequestLayout())),
             "req_data": In(PacketStream(beat_octets)),
             "cpl": Out(stream.Signature(CompletionLayout())),
             "cpl_data": Out(PacketStream(beat_octets)),
+            "outstanding": Out(range(tags + 1)),
+        }
+        self.fail_depth = max(4, min(self.tags, FAIL_DEPTH_MAX))
+        super().__init__({
+            **self.gpu_members,
             "o": Out(PacketStream(beat_octets)),
             "i": In(PacketStream(beat_octets)),
             "fail": In(stream.Signature(HeaderLayout())),
-            "outstanding": Out(range(tags + 1)),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
         tag_bits = (self.tags - 1).bit_length()
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
 
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)

@@ -10,20 +10,20 @@ from amaranth.lib import enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..regbus import register_bus_members
+from ..compose import forward
+from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..stream import (PacketStream, check_beat_octets, keep_count, drive_counters,
-                      COUNTER_WIDTH)
-from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION
+from ..params import parameters
+from ..regbus import RegisterBus
+from ..stream import PacketStream, BEAT_OCTETS, keep_count
+from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
-from .axi import axi4_manager_members, check_addr_width, BURST_INCR, RESP_OKAY
-from .windows import target_registers, check_windows, count_refusal, LINE_OCTETS, LINE_BITS
+from .axi import Axi4Signature, ADDR_WIDTH, BURST_INCR, RESP_OKAY
+from .engine import LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS
+from .windows import target_registers, count_refusal, WINDOWS
 
-__all__ = ["LsResponder", "LsTarget", "check_windows"]
-
-#: The largest L/S access (spec §4.2: size 2 = 256 octets).
-MAX_LS_OCTETS = LsSize.B256.octets
+__all__ = ["LsResponder", "LsTarget"]
 
 
 class _Job(enum.Enum, shape=2):
@@ -83,10 +83,11 @@ class LsResponder(wiring.Component):
         Requests.
     rsp_header : Out(stream.Signature(HeaderLayout())); o : Out(PacketStream(beat_octets))
         Responses (one header and one payload packet each, for a deparser).
-    m_axi_* : the AXI4 manager port (:mod:`.axi`).
-    csr_addr, csr_we, csr_wdata, csr_re : In; csr_rdata, csr_rvalid : Out
+    m_axi : Out(Axi4Signature(addr_width, beat_octets))
+        The AXI4 manager port (:mod:`.axi`).
+    csr : In(RegisterBus(8))
         Register bus (:mod:`.csr`): the windows, the counters.
-    count_* : Out(32)
+    count : Out(Counters)
         Saturating counters, names in :attr:`COUNTERS`.
 
     Latency (cycles, counted from the ``header`` transfer, memory answering at once, the
@@ -102,17 +103,17 @@ class LsResponder(wiring.Component):
                 "axi_errors")
 
     def __init__(self, beat_octets=8, windows=8, addr_width=32):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.windows = check_windows(windows)
-        self.addr_width = check_addr_width(addr_width)
+        self.beat_octets = BEAT_OCTETS.validate("beat_octets", beat_octets)
+        self.windows = WINDOWS.validate("windows", windows)
+        self.addr_width = ADDR_WIDTH.validate("addr_width", addr_width)
         super().__init__({
             "header": In(stream.Signature(HeaderLayout())),
             "i": In(PacketStream(beat_octets)),
             "rsp_header": Out(stream.Signature(HeaderLayout())),
             "o": Out(PacketStream(beat_octets)),
-            **axi4_manager_members("m_axi", addr_width, beat_octets),
-            **register_bus_members(csr.ADDR_BITS),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
+            "csr": In(RegisterBus(csr.ADDR_BITS)),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -121,7 +122,8 @@ class LsResponder(wiring.Component):
         beat_bits = (W - 1).bit_length()
         line_beats = LINE_OCTETS // W if W < LINE_OCTETS else 1
 
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
+        axi = self.m_axi
 
         # --- windows and the register bus ----------------------------------------------------
         windows = target_registers(m, self, counters)
@@ -201,14 +203,14 @@ class LsResponder(wiring.Component):
         burst = {"len": (a_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
                  "burst": C(BURST_INCR, 2)}
         m.d.comb += [
-            self.m_axi_awaddr.eq(byte_addr), self.m_axi_araddr.eq(byte_addr),
-            self.m_axi_awlen.eq(burst["len"]), self.m_axi_arlen.eq(burst["len"]),
-            self.m_axi_awsize.eq(burst["size"]), self.m_axi_arsize.eq(burst["size"]),
-            self.m_axi_awburst.eq(burst["burst"]), self.m_axi_arburst.eq(burst["burst"]),
-            self.m_axi_awid.eq(0), self.m_axi_arid.eq(0),
-            self.m_axi_wdata.eq(store_q.r_data),
-            self.m_axi_wstrb.eq(C(-1, W)),
-            self.m_axi_wlast.eq(beats_left == 1),
+            axi.awaddr.eq(byte_addr), axi.araddr.eq(byte_addr),
+            axi.awlen.eq(burst["len"]), axi.arlen.eq(burst["len"]),
+            axi.awsize.eq(burst["size"]), axi.arsize.eq(burst["size"]),
+            axi.awburst.eq(burst["burst"]), axi.arburst.eq(burst["burst"]),
+            axi.awid.eq(0), axi.arid.eq(0),
+            axi.wdata.eq(store_q.r_data),
+            axi.wstrb.eq(C(-1, W)),
+            axi.wlast.eq(beats_left == 1),
         ]
 
         # What execution does with a request intake has finished with (``_Job``).
@@ -284,14 +286,14 @@ class LsResponder(wiring.Component):
         a_load = a_kind == _Job.LOAD
         a_store = a_kind == _Job.STORE
         m.d.comb += [
-            self.m_axi_arvalid.eq(a_valid & ~a_issued & a_load & ~d_writing),
-            self.m_axi_awvalid.eq(a_valid & ~a_issued & a_store & ~d_reading),
+            axi.arvalid.eq(a_valid & ~a_issued & a_load & ~d_writing),
+            axi.awvalid.eq(a_valid & ~a_issued & a_store & ~d_reading),
         ]
         addressed = (a_issued | ~(a_load | a_store)
-                     | (self.m_axi_arvalid & self.m_axi_arready)
-                     | (self.m_axi_awvalid & self.m_axi_awready))
-        with m.If((self.m_axi_arvalid & self.m_axi_arready)
-                  | (self.m_axi_awvalid & self.m_axi_awready)):
+                     | (axi.arvalid & axi.arready)
+                     | (axi.awvalid & axi.awready))
+        with m.If((axi.arvalid & axi.arready)
+                  | (axi.awvalid & axi.awready)):
             m.d.sync += a_issued.eq(1)
 
         # --- data stage ------------------------------------------------------------------------
@@ -314,33 +316,33 @@ class LsResponder(wiring.Component):
             with m.Case(_Phase.R):
                 # Read data goes straight to the response; its header leaves with beat 0.
                 m.d.comb += [
-                    self.o.valid.eq(self.m_axi_rvalid),
-                    self.o.payload.data.eq(self.m_axi_rdata),
+                    self.o.valid.eq(axi.rvalid),
+                    self.o.payload.data.eq(axi.rdata),
                     self.o.payload.keep.eq(C(-1, W)),
                     self.o.payload.first.eq(first),
-                    self.o.payload.last.eq(self.m_axi_rlast),
-                    self.m_axi_rready.eq(self.o.ready),
-                    self.rsp_header.valid.eq(~hdr_sent & self.m_axi_rvalid),
+                    self.o.payload.last.eq(axi.rlast),
+                    axi.rready.eq(self.o.ready),
+                    self.rsp_header.valid.eq(~hdr_sent & axi.rvalid),
                 ]
                 with m.If(self.rsp_header.valid & self.rsp_header.ready):
                     m.d.sync += hdr_sent.eq(1)
-                with m.If(self.m_axi_rvalid & self.m_axi_rready):
+                with m.If(axi.rvalid & axi.rready):
                     m.d.sync += first.eq(0)
-                    counters["axi_errors"].increment(m, self.m_axi_rresp != RESP_OKAY)
-                    m.d.comb += d_done.eq(self.m_axi_rlast)
+                    counters["axi_errors"].increment(m, axi.rresp != RESP_OKAY)
+                    m.d.comb += d_done.eq(axi.rlast)
             with m.Case(_Phase.W):
-                m.d.comb += [self.m_axi_wvalid.eq(store_q.r_rdy),
-                             store_q.r_en.eq(self.m_axi_wready)]
-                with m.If(self.m_axi_wvalid & self.m_axi_wready):
+                m.d.comb += [axi.wvalid.eq(store_q.r_rdy),
+                             store_q.r_en.eq(axi.wready)]
+                with m.If(axi.wvalid & axi.wready):
                     m.d.sync += beats_left.eq(beats_left - 1)
                     with m.If(beats_left == 1):
                         m.d.sync += d_phase.eq(_Phase.B)
             with m.Case(_Phase.B):
-                m.d.comb += self.m_axi_bready.eq(1)
-                with m.If(self.m_axi_bvalid):
-                    with m.If(self.m_axi_bresp != RESP_OKAY):
+                m.d.comb += axi.bready.eq(1)
+                with m.If(axi.bvalid):
+                    with m.If(axi.bresp != RESP_OKAY):
                         m.d.sync += d_status.eq(Status.ADDRESS_ERROR)
-                    counters["axi_errors"].increment(m, self.m_axi_bresp != RESP_OKAY)
+                    counters["axi_errors"].increment(m, axi.bresp != RESP_OKAY)
                     m.d.sync += d_phase.eq(_Phase.RESPOND)
             with m.Case(_Phase.RESPOND):
                 # A response without payload: the header and one empty beat.
@@ -377,6 +379,7 @@ class LsResponder(wiring.Component):
         return m
 
 
+@parameters(beat_octets=BEAT_OCTETS, windows=WINDOWS, addr_width=ADDR_WIDTH)
 class LsTarget(wiring.Component):
     """Frames in, responses out: :class:`OefhParser` → :class:`LsResponder` →
     :class:`OefhDeparser`, the L/S target of a NIC behind its link layer (FCS already
@@ -386,7 +389,7 @@ class LsTarget(wiring.Component):
     -------
     i : In(PacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
         Request frames (OEFH + TH + payload) in; response frames out.
-    m_axi_*, csr_*, count_* : those of :class:`LsResponder`; ``count_rx_*`` are the parser's.
+    m_axi, csr, count : those of :class:`LsResponder`; ``count.rx`` are the parser's.
 
     Latency (cycles, asserted by the tests): :attr:`LOAD_ISSUE_LATENCY`,
     :attr:`STORE_ISSUE_LATENCY`, :attr:`LOAD_RESPONSE_LATENCY`; the memory's own latency comes
@@ -406,13 +409,13 @@ class LsTarget(wiring.Component):
         self._responder = LsResponder(beat_octets, windows, addr_width)
         self._parser = OefhParser(beat_octets)
         self._deparser = OefhDeparser(beat_octets)
-        members = {"i": In(PacketStream(beat_octets)), "o": Out(PacketStream(beat_octets))}
-        for name, member in self._responder.signature.members.items():
-            if member.is_port:
-                members[name] = member
-        for name in OefhParser.COUNTERS:
-            members[f"count_rx_{name}"] = Out(COUNTER_WIDTH)
-        super().__init__(members)
+        super().__init__({
+            "i": In(PacketStream(beat_octets)), "o": Out(PacketStream(beat_octets)),
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
+            "csr": In(RegisterBus(csr.ADDR_BITS)),
+            "count": Out(Counters(LsResponder.COUNTERS,
+                                  groups={"rx": Counters(OefhParser.COUNTERS)})),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -425,10 +428,8 @@ class LsTarget(wiring.Component):
         wiring.connect(m, responder.rsp_header, deparser.header)
         wiring.connect(m, responder.o, deparser.i)
         wiring.connect(m, deparser.o, wiring.flipped(self.o))
-        for name, member in responder.signature.members.items():
-            if member.is_port:
-                ours, theirs = getattr(self, name), getattr(responder, name)
-                m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
-        for name in OefhParser.COUNTERS:
-            m.d.comb += getattr(self, f"count_rx_{name}").eq(getattr(parser, f"count_{name}"))
+        wiring.connect(m, wiring.flipped(self.m_axi), responder.m_axi)
+        wiring.connect(m, wiring.flipped(self.csr), responder.csr)
+        forward(m, self.count, responder.count)
+        wiring.connect(m, parser.count, wiring.flipped(self.count.rx))
         return m

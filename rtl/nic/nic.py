@@ -9,12 +9,12 @@ are reachable and up), §10 (SEN received per port), §11.
     m_axi ◀─▶ LsTarget.o ─────────┐                    ┌─▶ port 0: CbfcEnd i_vc0…3 ─▶ txd0
     m_axi_rdma ◀─▶ RdmaTarget.o ──┤
     GPU req ─▶ LsRequester.o ─────┼▶ PacketArbiter ▶ FrameSteer (port from Reachability)
-    GPU rdma_cmd ─▶ RdmaRequester.o┘                   └─▶ port n-1 …
-    m_axi ◀─── LsTarget.i ◀────── PacketArbiter ◀─ o_vc0 of every port   (L/S requests)
-    GPU cpl ◀─ LsRequester.i ◀─── PacketArbiter ◀─ o_vc1 of every port   (L/S responses)
-    m_axi_rdma ◀─ RdmaTarget.i ◀─ PacketArbiter ◀─ o_vc2 of every port   (RDMA requests)
-    m_axi_dma ◀─ RdmaRequester.i ◀ PacketArbiter ◀─ o_vc3 of every port  (RDMA responses)
-               SEN LCWs received on port p ─▶ Reachability.lcw{p}; LLR up ─▶ links_up
+    GPU rdma.cmd ─▶ RdmaRequester.o┘                   └─▶ port n-1 …
+    m_axi ◀─── LsTarget.i ◀────── PacketArbiter ◀─ o[0] of every port   (L/S requests)
+    GPU cpl ◀─ LsRequester.i ◀─── PacketArbiter ◀─ o[1] of every port   (L/S responses)
+    m_axi_rdma ◀─ RdmaTarget.i ◀─ PacketArbiter ◀─ o[2] of every port   (RDMA requests)
+    m_axi_dma ◀─ RdmaRequester.i ◀ PacketArbiter ◀─ o[3] of every port  (RDMA responses)
+               SEN LCWs received on port p ─▶ Reachability.lcw[p]; LLR up ─▶ links_up
 """
 
 from amaranth.hdl import Module, Signal, Cat, C
@@ -23,20 +23,24 @@ from amaranth.lib.wiring import In, Out
 
 from ..arbiter import PacketArbiter
 from ..cbfc.cbfc_end import CbfcEnd
-from ..hierarchy import forward_member, pair_name
-from ..link.layouts import MAC_BEAT_OCTETS
-from ..link.link_end import add_line, line_members
+from ..compose import forward
+from ..counters import CounterBank, Counters, merge_counters
+from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link.llr_tx import TxState
-from ..stream import PacketStream, SaturatingCounter, COUNTER_WIDTH
+from ..params import parameters
+from ..stream import PacketStream
 from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value
+from .axi import ADDR_WIDTH
+from .engine import CONTEXTS, MESSAGES, MTU, TAGS, TIMEOUT_CYCLES
 from .ls_requester import LsRequester
 from .ls_responder import LsTarget
 from .rdma_requester import RdmaRequester
 from .rdma_target import RdmaTarget
-from .path_select import MAX_PORTS, DST_WIDTH, ENTROPY_WIDTH
-from .reachability import Reachability, check_ports
+from .path_select import MAX_PORTS, PathAnswer, PathRequest
+from .reachability import Reachability, PORTS
+from .windows import WINDOWS
 
-__all__ = ["FrameSteer", "Nic", "NicPair", "NIC_VCS"]
+__all__ = ["FrameSteer", "Nic", "NIC_VCS"]
 
 #: VCs a NIC port carries: L/S requests, L/S responses, RDMA requests, RDMA responses
 #: (spec §3).
@@ -46,12 +50,12 @@ NIC_VCS = 4
 class FrameSteer(wiring.Component):
     """Send each frame of ``i`` to the port the path lookup picks, on the frame's own VC.
 
-    On a frame's first beat the block asks ``lookup_*`` for the port of its OEFH ``dst`` and
-    ``entropy`` and holds the frame until the answer arrives on ``result_*`` (one lookup at a
+    On a frame's first beat the block asks ``lookup`` for the port of its OEFH ``dst`` and
+    ``entropy`` and holds the frame until the answer arrives on ``result`` (one lookup at a
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
-    then leaves whole on ``o{port}_vc{vc}``, its first beat in the answer's cycle. A frame no
-    port reaches (``result_none``) is dropped and counted (``count_unroutable``); one whose VC
-    has no queue (``vc >= vcs``) likewise (``count_bad_vc``): both are consumed at one beat
+    then leaves whole on ``o[port][vc]``, its first beat in the answer's cycle. A frame no
+    port reaches (``result.none``) is dropped and counted (``count.unroutable``); one whose VC
+    has no queue (``vc >= vcs``) likewise (``count.bad_vc``): both are consumed at one beat
     per cycle. The header of an unroutable frame (its first 16 octets as a
     :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an RDMA TH's opcode, flags and
     msg, the rest zero) is then offered on ``failed`` — for the requester to fail the
@@ -67,20 +71,20 @@ class FrameSteer(wiring.Component):
     between frames.
     """
     def __init__(self, ports, vcs=NIC_VCS):
-        self.ports = check_ports(ports)
+        self.ports = PORTS.validate("ports", ports)
         self.vcs = vcs
         octets = MAC_BEAT_OCTETS
         super().__init__({
             "i": In(PacketStream(octets)),
-            **{f"o{p}_vc{v}": Out(PacketStream(octets)) for p in range(ports)
-               for v in range(vcs)},
+            "o": Out(PacketStream(octets)).array(ports, vcs),
             "failed": Out(stream.Signature(HeaderLayout())),
-            "lookup_valid": Out(1), "lookup_dst": Out(DST_WIDTH),
-            "lookup_entropy": Out(ENTROPY_WIDTH),
-            "result_valid": In(1), "result_port": In(range(MAX_PORTS)), "result_none": In(1),
-            "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
+            "lookup": Out(PathRequest(reachable=False)),
+            "result": In(PathAnswer()),
+            "count": Out(Counters(self.COUNTERS)),
             "idle": Out(1), "retry": In(1),
         })
+
+    COUNTERS = ("unroutable", "bad_vc")
 
     def elaborate(self, platform):
         m = Module()
@@ -88,16 +92,14 @@ class FrameSteer(wiring.Component):
         oefh = OEFH.layout(lanes_to_value(beat.data[:8 * OEFH.octets], OEFH.octets))
         port = Signal(range(MAX_PORTS))
         vc = Signal(3)
-        m.d.comb += [self.lookup_dst.eq(oefh.dst), self.lookup_entropy.eq(oefh.entropy)]
-        unroutable = SaturatingCounter("count_unroutable")
-        bad_vc = SaturatingCounter("count_bad_vc")
-        m.d.comb += [self.count_unroutable.eq(unroutable.value),
-                     self.count_bad_vc.eq(bad_vc.value)]
+        lookup, result = self.lookup, self.result
+        m.d.comb += [lookup.dst.eq(oefh.dst), lookup.entropy.eq(oefh.entropy)]
+        counters = CounterBank(m, self.count)
+        unroutable, bad_vc = counters.unroutable, counters.bad_vc
         # A dropped frame's first beats, for ``failed``.
         first, second, unroutable_frame = Signal(), Signal(), Signal()
         head = Signal(8 * MAC_BEAT_OCTETS)
-        outputs = {(p, v): getattr(self, f"o{p}_vc{v}")
-                   for p in range(self.ports) for v in range(self.vcs)}
+        outputs = {(p, v): self.o[p][v] for p in range(self.ports) for v in range(self.vcs)}
 
         def forward(to_port):
             for (p, v), out in outputs.items():
@@ -110,23 +112,23 @@ class FrameSteer(wiring.Component):
                 m.d.comb += self.idle.eq(1)
                 # A frame starts: ask for its port, hold its first beat until the answer.
                 with m.If(self.i.valid):
-                    m.d.comb += self.lookup_valid.eq(1)
+                    m.d.comb += lookup.valid.eq(1)
                     m.d.sync += vc.eq(oefh.vc)
                     m.next = "LOOKUP"
             with m.State("LOOKUP"):
-                with m.If(self.result_valid):
-                    m.d.sync += port.eq(self.result_port)
+                with m.If(result.valid):
+                    m.d.sync += port.eq(result.port)
                     with m.If(self.retry):
                         m.next = "IDLE"
-                    with m.Elif(self.result_none | (vc >= self.vcs)):
-                        unroutable.increment(m, self.result_none)
-                        bad_vc.increment(m, ~self.result_none)
+                    with m.Elif(result.none | (vc >= self.vcs)):
+                        unroutable.increment(m, result.none)
+                        bad_vc.increment(m, ~result.none)
                         m.d.sync += [first.eq(1), second.eq(0),
-                                     unroutable_frame.eq(self.result_none)]
+                                     unroutable_frame.eq(result.none)]
                         m.next = "DROP"
                     with m.Else():
                         # The first beat leaves in the answer's cycle.
-                        forward(self.result_port)
+                        forward(result.port)
                         with m.If(self.i.valid & self.i.ready):
                             m.next = "SEND"
                             with m.If(beat.last):
@@ -155,13 +157,19 @@ class FrameSteer(wiring.Component):
         return m
 
 
-#: Members of an engine the NIC wires itself.
-_ENGINE_INTERNAL = ("o", "i", "fail")
-#: Members of a port's :class:`CbfcEnd` the NIC wires itself.
-_PORT_INTERNAL = (*(f"{d}_vc{v}" for d in "io" for v in range(NIC_VCS)), "lcw_rx", "pause",
-                  "purge", "purging", "divert")
+#: Ports of a NIC's CBFC end that the NIC wires itself are its frame streams, ``lcw_rx`` and
+#: ``resteer``; what it shows of each port is this.
+def NicPortSignature(end, line=True):
+    """What a NIC shows of one port (its :class:`CbfcEnd` ``end``): the XGMII towards the line
+    (``line``), the LCWs to send after the link's and the credits' own (a test's SENs), and the
+    end's management members (link controls and states, credits, counters)."""
+    return wiring.Signature({**({**xgmii_tx(), **xgmii_rx()} if line else {}),
+                             "lcw_tx": In(LcwStream()), **end.management_members})
 
 
+@parameters(forward=CbfcEnd, exclude=("vcs",),
+            ports=PORTS, tags=TAGS, timeout_cycles=TIMEOUT_CYCLES, windows=WINDOWS,
+            addr_width=ADDR_WIDTH, messages=MESSAGES, mtu=MTU, contexts=CONTEXTS)
 class Nic(wiring.Component):
     """An EthLink NIC: :class:`LsRequester` and :class:`RdmaRequester` for the local GPU's
     cache-line requests and DMA commands, :class:`LsTarget` and :class:`RdmaTarget` for remote
@@ -172,7 +180,7 @@ class Nic(wiring.Component):
     **Transmit.** Frames of the four engines are merged a frame at a time (round robin), and
     :class:`FrameSteer` sends each to the port that :class:`Reachability` picks for its
     ``dst`` and ``entropy`` among the ports that reach ``dst`` and whose link is up (spec §9).
-    A frame no port reaches is dropped and counted (``count_unroutable``); its header goes
+    A frame no port reaches is dropped and counted (``count.unroutable``); its header goes
     back to its requester (``FrameSteer.failed``), and the L/S request or the RDMA message it
     belongs to completes with UNREACHABLE; a response so lost leaves the remote request to
     time out. The merge is shared: an RDMA packet of ``mtu`` octets holds it for ``mtu / 8``
@@ -182,7 +190,7 @@ class Nic(wiring.Component):
     endpoint is unreachable there, or its link going down — the port grants no new frame from
     that cycle, and once :class:`FrameSteer` is between frames the engines are held while the
     frames wholly queued in the port's CBFC queues come back through :class:`FrameSteer` (in
-    their order, VC by VC) and are steered again (``count_purges``; docs/nic.md §8).
+    their order, VC by VC) and are steered again (``count.purges``; docs/nic.md §8).
 
     **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
     target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.
@@ -191,26 +199,27 @@ class Nic(wiring.Component):
 
     Members
     -------
-    local_id, req, req_data, cpl, cpl_data, outstanding, count_* (requester)
-        As :class:`LsRequester`.
-    m_axi_*, csr_*, target_count_*
-        As :class:`LsTarget` (its counters prefixed ``target_``).
-    rdma_cmd, rdma_cpl, rdma_outstanding, rdma_count_*, m_axi_dma_*
-        :class:`RdmaRequester`'s ``cmd``, ``cpl``, ``outstanding``, counters and AXI4 port.
-    m_axi_rdma_*, rdma_csr_*, rdma_target_count_*
-        :class:`RdmaTarget`'s AXI4 port, register bus (its own windows) and counters.
-    p{p}_* : port ``p``'s :class:`CbfcEnd` ports
-        XGMII ``txd``/``txc``/``rxd``/``rxc``, ``enable``, ``replay_timeout``, ``rx_credits``,
-        status and counters.
-    lcw_tx{p} : In(stream.Signature(LcwLayout()))
-        LCWs to send on port ``p`` after the link's and the credits' own (a test's SENs).
+    local_id, req, req_data, cpl, cpl_data, outstanding
+        :class:`LsRequester`'s ``gpu_members`` (``local_id`` is the RDMA requester's too).
+    count : Out(Counters)
+        The L/S requester's counters, :class:`Reachability`'s (``sen_down``, ``sen_up``,
+        ``sen_stale``), :class:`FrameSteer`'s (``unroutable``, ``bad_vc``) and ``purges``
+        (ports purged, their queued frames steered again, after their path died).
+    m_axi, csr, target_count
+        :class:`LsTarget`'s AXI4 port, register bus and counters.
+    rdma : Out(...)
+        The RDMA engines as the GPU sees them: :class:`RdmaRequester`'s ``cmd``, ``cpl``,
+        ``outstanding`` and ``count``; :class:`RdmaTarget`'s register bus ``csr`` (its own
+        windows) and counters ``target_count``.
+    m_axi_dma, m_axi_rdma
+        The AXI4 ports of :class:`RdmaRequester` (its local memory) and :class:`RdmaTarget`.
+    p : Out(NicPortSignature).array(ports)
+        Each port: XGMII ``txd``/``txc``/``rxd``/``rxc``, ``lcw_tx``, and its
+        :class:`CbfcEnd`'s ``enable``, ``replay_timeout``, ``rx_credits``, states, credits and
+        counters.
     links_up : Out(ports)
-    reach_busy, count_sen_down, count_sen_up, count_sen_stale
-        As :class:`Reachability` (``busy`` renamed).
-    count_unroutable, count_bad_vc : Out(32)
-        Frames dropped by :class:`FrameSteer`.
-    count_purges : Out(32)
-        Ports purged (their queued frames steered again) after their path died.
+    reach_busy : Out(1)
+        :class:`Reachability`'s ``busy``.
 
     Latency (cycles, asserted by the tests): a request's first frame beat reaches its port's
     CbfcEnd ``LsRequester.TX_LATENCY`` + :attr:`STEER_LATENCY` cycles after ``req`` is taken;
@@ -229,70 +238,50 @@ class Nic(wiring.Component):
     #: any of it is passed on), CbfcRx 2 (cut-through), the port merge 0, the target 3
     #: (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
     RX_LATENCY = 13
+    #: The NIC's own counters (beside its engines').
+    COUNTERS = ("purges",)
 
     def __init__(self, *, ports=2, tags=64, timeout_cycles=4096, windows=8, addr_width=32,
                  messages=16, mtu=1024, contexts=8, **port_params):
-        self.ports = check_ports(ports)
+        self.ports = ports
         W = MAC_BEAT_OCTETS
-        # The engines, each with the names its members take on the NIC.
-        self._engines = (
-            (LsRequester(W, tags, timeout_cycles), lambda name: name),
-            (LsTarget(W, windows, addr_width), self._target_name),
-            (RdmaRequester(W, messages, mtu, timeout_cycles, addr_width), self._rdma_name),
-            (RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles),
-             self._rdma_target_name),
-        )
+        self._requester = LsRequester(W, tags, timeout_cycles)
+        self._target = LsTarget(W, windows, addr_width)
+        self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
+        self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
         self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, **port_params) for _ in range(ports)]
-        members = {}
-        for engine, rename in self._engines:
-            for name, member in engine.signature.members.items():
-                if name not in _ENGINE_INTERNAL:
-                    members[rename(name)] = member
-        for p, end in enumerate(self._ends):
-            for name, member in end.signature.members.items():
-                if name not in _PORT_INTERNAL:
-                    members[self._port_name(p, name)] = member
-        members.update({
+        target = self._target.signature.members
+        rdma_req = self._rdma_requester.signature.members
+        rdma_tgt = self._rdma_target.signature.members
+        gpu = dict(self._requester.gpu_members)
+        rdma = {name: member for name, member in self._rdma_requester.gpu_members.items()
+                if name != "local_id"}
+        #: What the NIC shows besides its ports' lines: the GPU side, the memories, the
+        #: registers, the counters.
+        self.client_members = {
+            **gpu,
+            "count": Out(merge_counters(Counters(LsRequester.COUNTERS + self.COUNTERS),
+                                        Counters(FrameSteer.COUNTERS),
+                                        Counters(Reachability.COUNTERS))),
+            "m_axi": target["m_axi"], "csr": target["csr"], "target_count": target["count"],
+            "rdma": Out(wiring.Signature({
+                **rdma, "count": rdma_req["count"],
+                "csr": rdma_tgt["csr"], "target_count": rdma_tgt["count"]})),
+            "m_axi_dma": rdma_req["m_axi"], "m_axi_rdma": rdma_tgt["m_axi"],
             "links_up": Out(ports),
             "reach_busy": Out(1),
-            **{f"count_sen_{name}": Out(COUNTER_WIDTH) for name in ("down", "up", "stale")},
-            "count_unroutable": Out(COUNTER_WIDTH), "count_bad_vc": Out(COUNTER_WIDTH),
-            "count_purges": Out(COUNTER_WIDTH),
+        }
+        super().__init__({
+            **self.client_members,
+            "p": Out(NicPortSignature(self._ends[0])).array(ports),
         })
-        super().__init__(members)
-
-    @staticmethod
-    def _target_name(name):
-        return f"target_{name}" if name.startswith("count_") else name
-
-    @staticmethod
-    def _rdma_name(name):
-        if name == "local_id":
-            return name
-        if name.startswith("m_axi_"):
-            return "m_axi_dma" + name[len("m_axi"):]
-        return f"rdma_{name}"
-
-    @staticmethod
-    def _rdma_target_name(name):
-        if name.startswith("m_axi_"):
-            return "m_axi_rdma" + name[len("m_axi"):]
-        return f"rdma_target_{name}" if name.startswith("count_") else f"rdma_{name}"
-
-    @staticmethod
-    def _port_name(p, name):
-        return f"lcw_tx{p}" if name == "lcw_tx" else f"p{p}_{name}"
 
     def elaborate(self, platform):
         m = Module()
-        for (engine, rename), name in zip(self._engines, ("requester", "target",
-                                                         "rdma_requester", "rdma_target")):
-            m.submodules[name] = engine
-            for member_name, member in engine.signature.members.items():
-                if member_name not in _ENGINE_INTERNAL:
-                    forward_member(m, getattr(self, rename(member_name)),
-                                   getattr(engine, member_name), member)
-        req, tgt, rdma_req, rdma_tgt = (engine for engine, _ in self._engines)
+        m.submodules.requester = req = self._requester
+        m.submodules.target = tgt = self._target
+        m.submodules.rdma_requester = rdma_req = self._rdma_requester
+        m.submodules.rdma_target = rdma_tgt = self._rdma_target
         m.submodules.reach = reach = Reachability(self.ports)
         m.submodules.steer = steer = FrameSteer(self.ports)
         m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
@@ -301,10 +290,28 @@ class Nic(wiring.Component):
             m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(self.ports, MAC_BEAT_OCTETS)
             rx_merge.append(merge)
 
+        # The GPU side, the memories, the registers.
+        forward(m, self, req, req.gpu_members)
+        forward(m, self.rdma, rdma_req, {name: member for name, member
+                                         in rdma_req.gpu_members.items() if name != "local_id"})
+        m.d.comb += rdma_req.local_id.eq(self.local_id)
+        wiring.connect(m, wiring.flipped(self.m_axi), tgt.m_axi)
+        wiring.connect(m, wiring.flipped(self.csr), tgt.csr)
+        wiring.connect(m, wiring.flipped(self.m_axi_dma), rdma_req.m_axi)
+        wiring.connect(m, wiring.flipped(self.m_axi_rdma), rdma_tgt.m_axi)
+        wiring.connect(m, wiring.flipped(self.rdma.csr), rdma_tgt.csr)
+        wiring.connect(m, tgt.count, wiring.flipped(self.target_count))
+        wiring.connect(m, rdma_req.count, wiring.flipped(self.rdma.count))
+        wiring.connect(m, rdma_tgt.count, wiring.flipped(self.rdma.target_count))
+        for unit in (req, steer, reach):
+            forward(m, self.count, unit.count)
+        purges = CounterBank(m, self.count, skip=[name for name in self.count.signature.members
+                                                  if name not in self.COUNTERS]).purges
+
         # Transmit: responses and requests merged, then steered to a port.
         for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
-            wiring.connect(m, engine.o, getattr(tx_merge, f"i{k}"))
-        self._resteer(m, tx_merge.o, steer, reach)
+            wiring.connect(m, engine.o, tx_merge.i[k])
+        self._resteer(m, tx_merge.o, steer, reach, purges)
         # Ref: spec §9 — a request no port reaches completes at once (UNREACHABLE); a
         # response so dropped leaves the remote request to time out.
         m.d.comb += steer.failed.ready.eq(1)
@@ -314,35 +321,25 @@ class Nic(wiring.Component):
                          engine.fail.valid.eq(steer.failed.valid & ours)]
             with m.If(ours):
                 m.d.comb += steer.failed.ready.eq(engine.fail.ready)
-        m.d.comb += [
-            reach.i_valid.eq(steer.lookup_valid), reach.i_dst.eq(steer.lookup_dst),
-            reach.i_entropy.eq(steer.lookup_entropy),
-            steer.result_valid.eq(reach.o_valid), steer.result_port.eq(reach.o_port),
-            steer.result_none.eq(reach.o_none),
-            self.count_unroutable.eq(steer.count_unroutable),
-            self.count_bad_vc.eq(steer.count_bad_vc),
-            self.reach_busy.eq(reach.busy),
-            reach.links_up.eq(self.links_up),
-        ]
-        for name in ("down", "up", "stale"):
-            m.d.comb += getattr(self, f"count_sen_{name}").eq(getattr(reach, f"count_sen_{name}"))
+        wiring.connect(m, steer.lookup, reach.i)
+        wiring.connect(m, reach.o, steer.result)
+        m.d.comb += [self.reach_busy.eq(reach.busy), reach.links_up.eq(self.links_up)]
 
+        port_members = NicPortSignature(self._ends[0], line=True).members
         for p, end in enumerate(self._ends):
             m.submodules[f"port{p}"] = end
-            for name, member in end.signature.members.items():
-                if name not in _PORT_INTERNAL:
-                    forward_member(m, getattr(self, self._port_name(p, name)),
-                                   getattr(end, name), member)
+            forward(m, self.p[p], end, {name: member for name, member in port_members.items()
+                                        if name != "lcw_tx"})
+            wiring.connect(m, wiring.flipped(self.p[p].lcw_tx), end.lcw_tx)
             for v in range(NIC_VCS):
-                wiring.connect(m, getattr(steer, f"o{p}_vc{v}"), getattr(end, f"i_vc{v}"))
-                wiring.connect(m, getattr(end, f"o_vc{v}"), getattr(rx_merge[v], f"i{p}"))
-            lcw = getattr(reach, f"lcw{p}")
-            m.d.comb += [
-                lcw.valid.eq(end.lcw_rx.valid), lcw.payload.eq(end.lcw_rx.payload),
-                end.lcw_rx.ready.eq(1),
-                self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
-                                    | (end.tx_state == TxState.REPLAY)),
-            ]
+                wiring.connect(m, steer.o[p][v], end.i[v])
+                wiring.connect(m, end.o[v], rx_merge[v].i[p])
+            # Ref: spec §10 — a SEN is taken on the port it arrived on. The table is not
+            # ready for one during its sweep after reset (``busy``): such a SEN is not kept.
+            m.d.comb += [reach.lcw[p].valid.eq(end.lcw_rx.valid),
+                         reach.lcw[p].payload.eq(end.lcw_rx.payload),
+                         self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
+                                             | (end.tx_state == TxState.REPLAY))]
         # Receive: each VC to its engine.
         for vc, engine in ((VirtualChannel.LS_REQ, tgt), (VirtualChannel.LS_RSP, req),
                            (VirtualChannel.RDMA_REQ, rdma_tgt),
@@ -350,7 +347,7 @@ class Nic(wiring.Component):
             wiring.connect(m, rx_merge[vc].o, engine.i)
         return m
 
-    def _resteer(self, m, new, steer, reach):
+    def _resteer(self, m, new, steer, reach, purges):
         """Feed ``steer`` with the engines' ``new`` frames, or with the frames a port gives back
         when its path dies (spec §10; the class docstring)."""
         ends = self._ends
@@ -374,9 +371,7 @@ class Nic(wiring.Component):
             m.d.sync += [active.eq(1), port.eq(pick)]
             m.d.comb += cleared.eq(1 << pick)
         m.d.sync += pending.eq(pending & ~cleared | died)
-        purges = SaturatingCounter("count_purges")
         purges.increment(m, start)
-        m.d.comb += self.count_purges.eq(purges.value)
 
         # A frame looked up after a path died but before the purge started would overtake
         # the frames of its cache line waiting in the dead port's queue: it is looked up
@@ -390,76 +385,12 @@ class Nic(wiring.Component):
             # No frame leaves a port from the cycle its path dies until it is purged — except
             # while another port's purge runs: that purge may be steering frames into this
             # port's queues, which must be able to drain (or the two would wait on each other).
-            m.d.comb += [end.pause.eq(died[p] | pending[p] & ~active | active & (port == p)),
-                         end.purge.eq(start & (pick == p))]
+            m.d.comb += [end.resteer.pause.eq(died[p] | pending[p] & ~active | active & (port == p)),
+                         end.resteer.purge.eq(start & (pick == p))]
             with m.If(active & (port == p)):
-                m.d.comb += [steer.i.valid.eq(end.divert.valid),
-                             steer.i.payload.eq(end.divert.payload),
-                             end.divert.ready.eq(steer.i.ready)]
+                m.d.comb += [steer.i.valid.eq(end.resteer.divert.valid),
+                             steer.i.payload.eq(end.resteer.divert.payload),
+                             end.resteer.divert.ready.eq(steer.i.ready)]
                 # Every frame the port gave back has been steered again.
-                with m.If(~end.purging & steer.idle):
+                with m.If(~end.resteer.purging & steer.idle):
                     m.d.sync += active.eq(0)
-
-
-class NicPair(wiring.Component):
-    """Two :class:`Nic` s, A and B, port ``p`` of A joined to port ``p`` of B by two simulated
-    lines (``ab{p}``: A→B, ``ba{p}``: B→A) as :func:`~ethlink.rtl.link.link_end.add_line`
-    builds them: ``delay`` cycles each, RS(272,258) FEC on the ports whose bit is set in
-    ``fec`` (``fec_bypass`` switches it off at run time).
-
-    Members: each NIC's streams suffixed ``_a``/``_b``, its other ports prefixed ``a_``/``b_``;
-    each line's controls and counters prefixed ``ab{p}_``/``ba{p}_`` (error rate, bursts, link
-    up, seed), and ``ab{p}_tap_txd``/``_txc`` (the XGMII words the sender puts on the line)
-    and ``_tap_rxd``/``_rxc`` (those the receiver takes off it), for latency measurement.
-    Every other parameter is a :class:`Nic` parameter, the same for both.
-    """
-    def __init__(self, *, fec=0, delay=8, **nic_params):
-        self.ports = check_ports(nic_params.get("ports", Nic.__init__.__kwdefaults__["ports"]))
-        if not 0 <= fec < 1 << self.ports:
-            raise ValueError(f"fec is a mask of the {self.ports} ports, not {fec}")
-        self._nics = {name: Nic(**nic_params) for name in "ab"}
-        self.fec = fec
-        self.delay = delay
-        self._internal = {f"p{p}_{name}" for p in range(self.ports)
-                          for name in ("txd", "txc", "rxd", "rxc")}
-        members = {"fec_bypass": In(1)} if fec else {}
-        for end, nic in self._nics.items():
-            for name, member in nic.signature.members.items():
-                if name not in self._internal:
-                    members[pair_name(end, name, member)] = member
-        for p in range(self.ports):
-            line = line_members(fec >> p & 1, delay)
-            for direction in ("ab", "ba"):
-                members.update({f"{direction}{p}_{name}": member
-                                for name, member in line.items()})
-                members.update({f"{direction}{p}_tap_{name}": Out(width) for name, width in
-                                (("txd", 64), ("txc", 8), ("rxd", 64), ("rxc", 8))})
-        super().__init__(members)
-
-    def elaborate(self, platform):
-        m = Module()
-        for end, nic in self._nics.items():
-            m.submodules[f"nic_{end}"] = nic
-            for name, member in nic.signature.members.items():
-                if name in self._internal:
-                    continue
-                forward_member(m, getattr(self, pair_name(end, name, member)),
-                               getattr(nic, name), member)
-        a, b = self._nics["a"], self._nics["b"]
-        for p in range(self.ports):
-            for direction, (tx, rx) in (("ab", (a, b)), ("ba", (b, a))):
-                line = f"{direction}{p}"
-                sender, receiver = _PortView(tx, p), _PortView(rx, p)
-                add_line(m, self, line, sender, receiver, fec=self.fec >> p & 1,
-                         delay=self.delay)
-                for name, value in (("txd", sender.txd), ("txc", sender.txc),
-                                    ("rxd", receiver.rxd), ("rxc", receiver.rxc)):
-                    m.d.comb += getattr(self, f"{line}_tap_{name}").eq(value)
-        return m
-
-
-class _PortView:
-    """Port ``p``'s XGMII members of a :class:`Nic` under the names :func:`add_line` uses."""
-    def __init__(self, nic, p):
-        for name in ("txd", "txc", "rxd", "rxc"):
-            setattr(self, name, getattr(nic, f"p{p}_{name}"))

@@ -16,7 +16,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..wire import OEFH
 
-__all__ = ["PathSelect", "MAX_PORTS", "HASH_WIDTH", "path_hash", "crc_affine_map"]
+__all__ = ["PathSelect", "PathRequest", "PathAnswer", "DST_WIDTH", "ENTROPY_WIDTH", "MAX_PORTS", "HASH_WIDTH", "path_hash",
+           "crc_affine_map"]
 
 #: Ports of one endpoint, one switch plane each (spec §9).
 MAX_PORTS = 4
@@ -27,6 +28,20 @@ DST_WIDTH = OEFH.offsets()["dst"][1]
 ENTROPY_WIDTH = OEFH.offsets()["entropy"][1]
 
 _CRC16 = CRC16_CCITT_FALSE(data_width=8)
+
+
+def PathRequest(reachable=True):
+    """A request for the port of a frame, as its asker drives it: ``valid`` in the cycle it
+    is asked, the frame's OEFH ``dst`` and ``entropy``, and (``reachable``) the mask of the
+    ports that can take it. No back-pressure: a lookup is answered a fixed time later."""
+    return wiring.Signature({"valid": Out(1), "dst": Out(DST_WIDTH),
+                             "entropy": Out(ENTROPY_WIDTH),
+                             **({"reachable": Out(MAX_PORTS)} if reachable else {})})
+
+
+def PathAnswer():
+    """The answer to a :func:`PathRequest`: ``valid``, the ``port`` or ``none``."""
+    return wiring.Signature({"valid": Out(1), "port": Out(range(MAX_PORTS)), "none": Out(1)})
 
 
 def path_hash(dst, entropy):
@@ -73,20 +88,14 @@ class PathSelect(wiring.Component):
 
     Members
     -------
-    i_valid : In(1)
-        A selection is asked for in this cycle.
-    i_dst : In(12)
-        Destination endpoint id (OEFH ``dst``).
-    i_entropy : In(16)
-        The frame's entropy (OEFH ``entropy``).
-    i_reachable : In(4)
-        Bit ``p``: port ``p`` reaches ``i_dst`` and its link is up.
-    o_valid : Out(1)
-        ``i_valid`` delayed by :attr:`LATENCY` cycles; low after reset.
-    o_port : Out(2)
-        The chosen port; 0 when ``o_none``. Meaningful only when ``o_valid``.
-    o_none : Out(1)
-        No port reaches ``i_dst`` (``i_reachable = 0``). Meaningful only when ``o_valid``.
+    i : In(PathRequest())
+        ``valid``: a selection is asked for in this cycle; ``dst``: destination endpoint id
+        (OEFH ``dst``); ``entropy``: the frame's entropy (OEFH ``entropy``); ``reachable``:
+        bit ``p``, port ``p`` reaches ``dst`` and its link is up.
+    o : Out(PathAnswer())
+        ``valid``: ``i.valid`` delayed by :attr:`LATENCY` cycles, low after reset; ``port``:
+        the chosen port, 0 when ``none``; ``none``: no port reaches ``dst`` (``reachable =
+        0``). Meaningful only when ``valid``.
 
     Latency: ``o_valid``, ``o_port`` and ``o_none`` are registered; the result for the inputs
     of cycle n is on the outputs in cycle n + :attr:`LATENCY` (= 1). There is no
@@ -99,22 +108,14 @@ class PathSelect(wiring.Component):
     LATENCY = 1
 
     def __init__(self):
-        super().__init__({
-            "i_valid": In(1),
-            "i_dst": In(DST_WIDTH),
-            "i_entropy": In(ENTROPY_WIDTH),
-            "i_reachable": In(MAX_PORTS),
-            "o_valid": Out(1),
-            "o_port": Out(range(MAX_PORTS)),
-            "o_none": Out(1),
-        })
+        super().__init__({"i": In(PathRequest()), "o": Out(PathAnswer())})
 
     def elaborate(self, platform):
         m = Module()
 
         # Ref: spec §9 — h = CRC-16/CCITT-FALSE(dst ‖ entropy), as an affine map over GF(2).
         constant, columns = crc_affine_map()
-        bits = Cat(self.i_dst, self.i_entropy)
+        bits = Cat(self.i.dst, self.i.entropy)
         h = Signal(HASH_WIDTH)
         for j in range(HASH_WIDTH):
             taps = [bits[i] for i, column in enumerate(columns) if column >> j & 1]
@@ -134,7 +135,7 @@ class PathSelect(wiring.Component):
         h_mod3 = residues[0]
 
         # Ref: spec §9 — ports = usable ports ascending, n = len(ports), index = h mod n.
-        reachable = self.i_reachable
+        reachable = self.i.reachable
         count = Signal(range(MAX_PORTS + 1))
         m.d.comb += count.eq(sum(reachable[p] for p in range(MAX_PORTS)))
         index = Signal(range(MAX_PORTS))
@@ -159,9 +160,9 @@ class PathSelect(wiring.Component):
 
         # Ref: spec §9 — no usable port: o_none (the request completes with an error status).
         m.d.sync += [
-            self.o_valid.eq(self.i_valid),
-            self.o_port.eq(port),
-            self.o_none.eq(reachable == 0),
+            self.o.valid.eq(self.i.valid),
+            self.o.port.eq(port),
+            self.o.none.eq(reachable == 0),
         ]
         return m
 

@@ -12,33 +12,22 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_power_of_two
+from ..compose import forward
+from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..hierarchy import forward_member
-from ..stream import PacketStream, check_beat_octets, drive_counters, COUNTER_WIDTH
-from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION, RDMA_TH
-from .axi import axi4_read_members, axi4_write_members, check_addr_width
+from ..params import parameters
+from ..stream import PacketStream, BEAT_OCTETS
+from ..wire import (ENDPOINT_BITS, HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION,
+                    RDMA_TH)
+from .axi import Axi4Signature, ADDR_WIDTH
 from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
-from .ls_requester import (CompletionLayout, CompletionStatus, check_timeout, fail_queue,
-                           STAMP_BITS, FAIL_DEPTH_MAX)
+from .engine import (CompletionLayout, CompletionStatus, fail_queue, FAIL_DEPTH_MAX, MESSAGES,
+                     MSG_BITS, MTU, STAMP_BITS, TIMEOUT_CYCLES)
 
-__all__ = ["RdmaRequester", "RdmaCommandLayout", "check_messages", "check_mtu",
-           "MSG_BITS", "LENGTH_BITS", "RDMA_ADDR_BITS"]
+__all__ = ["RdmaRequester", "RdmaCommandLayout", "RDMA_ADDR_BITS"]
 
-MSG_BITS = dict(RDMA_TH.fields)["msg"]
 RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
-
-
-def check_messages(value):
-    return check_power_of_two("messages", value, 2, 1 << MSG_BITS)
-
-
-def check_mtu(value):
-    # Ref: spec §3 — the MTU is 256…2048 octets.
-    if value not in (256, 512, 1024, 2048):
-        raise ValueError(f"mtu must be 256, 512, 1024 or 2048, not {value!r}")
-    return value
 
 
 class RdmaCommandLayout(data.StructLayout):
@@ -46,14 +35,16 @@ class RdmaCommandLayout(data.StructLayout):
     ``id`` (the message id, echoed by the completion), ``remote`` and ``local`` byte addresses,
     ``length`` in octets (1 to 2^24 - 1). 19 octets with ``pad``."""
     def __init__(self):
-        super().__init__({"read": 1, "dst": 12, "id": MSG_BITS, "remote": RDMA_ADDR_BITS,
+        super().__init__({"read": 1, "dst": ENDPOINT_BITS, "id": MSG_BITS,
+                          "remote": RDMA_ADDR_BITS,
                           "local": RDMA_ADDR_BITS, "length": LENGTH_BITS, "pad": 7})
 
 
 class _Static(data.StructLayout):
     """What a message's command said (written once, when it is accepted)."""
     def __init__(self, addr_width):
-        super().__init__({"read": 1, "dst": 12, "length": LENGTH_BITS, "local": addr_width})
+        super().__init__({"read": 1, "dst": ENDPOINT_BITS, "length": LENGTH_BITS,
+                          "local": addr_width})
 
 
 class _Progress(data.StructLayout):
@@ -66,9 +57,11 @@ class _Progress(data.StructLayout):
 class _Failed(data.StructLayout):
     """What the requester keeps of a dropped WRITE or READ_REQ packet's header."""
     def __init__(self):
-        super().__init__({"msg": MSG_BITS, "dst": 12, "read": 1, "last": 1})
+        super().__init__({"msg": MSG_BITS, "dst": ENDPOINT_BITS, "read": 1, "last": 1})
 
 
+@parameters(beat_octets=BEAT_OCTETS, messages=MESSAGES, mtu=MTU,
+            timeout_cycles=TIMEOUT_CYCLES, addr_width=ADDR_WIDTH)
 class RdmaRequester(wiring.Component):
     """Execute DMA commands against a remote NIC; complete every command exactly once.
 
@@ -121,9 +114,10 @@ class RdmaRequester(wiring.Component):
         WRITE/READ_REQ frames out (VC 2), ACK/READ_RSP frames in (FCS removed).
     fail : In(stream.Signature(HeaderLayout()))
         Headers of WRITE/READ_REQ frames dropped as unroutable (one per cycle, always ready).
-    m_axi_* : the AXI4 manager port to local memory (reads for WRITE, writes for READ_RSP).
+    m_axi : Out(Axi4Signature(addr_width, beat_octets))
+        The AXI4 manager port to local memory (reads for WRITE, writes for READ_RSP).
     outstanding : Out(range(messages + 1))
-    count_* : Out(32)
+    count : Out(Counters)
         Saturating counters, :attr:`COUNTERS`.
 
     Latency: a command's first frame beat leaves :attr:`READ_REQ_LATENCY` cycles after its
@@ -145,23 +139,27 @@ class RdmaRequester(wiring.Component):
 
     def __init__(self, beat_octets=8, messages=16, mtu=1024, timeout_cycles=4096,
                  addr_width=32):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.messages = check_messages(messages)
-        self.mtu = check_mtu(mtu)
-        self.timeout_cycles = check_timeout(timeout_cycles)
-        self.addr_width = check_addr_width(addr_width)
-        self.fail_depth = max(4, min(self.messages, FAIL_DEPTH_MAX))
-        super().__init__({
-            "local_id": In(12),
+        self.beat_octets = beat_octets
+        self.messages = messages
+        self.mtu = mtu
+        self.timeout_cycles = timeout_cycles
+        self.addr_width = addr_width
+        #: What the GPU's DMA engine sees: the endpoint's id, commands, completions, the
+        #: messages in flight.
+        self.gpu_members = {
+            "local_id": In(ENDPOINT_BITS),
             "cmd": In(stream.Signature(RdmaCommandLayout())),
             "cpl": Out(stream.Signature(CompletionLayout())),
+            "outstanding": Out(range(messages + 1)),
+        }
+        self.fail_depth = max(4, min(self.messages, FAIL_DEPTH_MAX))
+        super().__init__({
+            **self.gpu_members,
             "o": Out(PacketStream(beat_octets)),
             "i": In(PacketStream(beat_octets)),
             "fail": In(stream.Signature(HeaderLayout())),
-            **axi4_write_members("m_axi", addr_width, beat_octets),
-            **axi4_read_members("m_axi", addr_width, beat_octets),
-            "outstanding": Out(range(messages + 1)),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -169,13 +167,12 @@ class RdmaRequester(wiring.Component):
         W = self.beat_octets
         beat_bits = (W - 1).bit_length()
         id_bits = (self.messages - 1).bit_length()
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
 
         m.submodules.reader = reader = AxiReader(W, self.addr_width)
         m.submodules.writer = writer = AxiWriter(W, self.addr_width)
-        for mover, members in ((reader, axi4_read_members), (writer, axi4_write_members)):
-            for name, member in members("m_axi", self.addr_width, W).items():
-                forward_member(m, getattr(self, name), getattr(mover, name), member)
+        forward(m, self.m_axi, reader.m_axi)
+        forward(m, self.m_axi, writer.m_axi)
 
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)

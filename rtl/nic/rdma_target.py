@@ -12,30 +12,28 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import one_hot_index
-from ..config import check_int_range
+from ..compose import forward
+from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
-from ..hierarchy import forward_member
-from ..regbus import register_bus_members
-from ..stream import PacketStream, check_beat_octets, keep_count, drive_counters, COUNTER_WIDTH
-from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
+from ..params import parameters
+from ..regbus import RegisterBus
+from ..stream import PacketStream, BEAT_OCTETS, keep_count
+from ..wire import ENDPOINT_BITS, HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
-from .axi import axi4_manager_members, axi4_read_members, axi4_write_members, check_addr_width
-from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS
-from .ls_requester import check_timeout, STAMP_BITS
-from .rdma_requester import check_mtu, LENGTH_BITS, MSG_BITS
-from .windows import target_registers, check_windows, count_refusal, LINE_OCTETS
+from .axi import Axi4Signature, ADDR_WIDTH
+from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
+from .engine import CONTEXTS, LINE_OCTETS, MSG_BITS, MTU, STAMP_BITS, TIMEOUT_CYCLES
+from .windows import target_registers, count_refusal, WINDOWS
 
-__all__ = ["RdmaTarget", "check_contexts"]
+__all__ = ["RdmaTarget"]
 
 #: The longest message: ``offset`` and ``length`` are 24-bit TH fields.
 MAX_MESSAGE_OCTETS = (1 << LENGTH_BITS) - 1
 
 
-def check_contexts(value):
-    return check_int_range("contexts", value, 1, 16)
-
-
+@parameters(beat_octets=BEAT_OCTETS, windows=WINDOWS, addr_width=ADDR_WIDTH, mtu=MTU,
+            contexts=CONTEXTS, timeout_cycles=TIMEOUT_CYCLES)
 class RdmaTarget(wiring.Component):
     """Execute remote RDMA requests (frames on ``i``, FCS removed) against memory; answer on
     ``o``.
@@ -70,9 +68,11 @@ class RdmaTarget(wiring.Component):
     -------
     i : In(PacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
     m_axi_* : the AXI4 manager port to local memory.
-    csr_* : the register bus (:mod:`.csr`: ID, PARAMS, the counters, the windows).
-    count_* : Out(32)
-        Saturating counters, :attr:`COUNTERS`; ``count_rx_*`` are the frame parser's.
+    m_axi : Out(Axi4Signature(addr_width, beat_octets))
+    csr : In(RegisterBus(8))
+        The register bus (:mod:`.csr`: ID, PARAMS, the counters, the windows).
+    count : Out(Counters)
+        Saturating counters, :attr:`COUNTERS`; ``count.rx`` are the frame parser's.
 
     Latency (memory answering at once): a WRITE's AW is valid :attr:`WRITE_ISSUE_LATENCY`
     cycles after the frame beat that completes its TH, a READ_REQ's AR
@@ -91,26 +91,25 @@ class RdmaTarget(wiring.Component):
 
     def __init__(self, beat_octets=8, windows=8, addr_width=32, mtu=1024, contexts=8,
                  timeout_cycles=4096):
-        self.beat_octets = check_beat_octets(beat_octets)
-        self.windows = check_windows(windows)
-        self.addr_width = check_addr_width(addr_width)
-        self.mtu = check_mtu(mtu)
-        self.contexts = check_contexts(contexts)
-        self.timeout_cycles = check_timeout(timeout_cycles)
+        self.beat_octets = beat_octets
+        self.windows = windows
+        self.addr_width = addr_width
+        self.mtu = mtu
+        self.contexts = contexts
+        self.timeout_cycles = timeout_cycles
         super().__init__({
             "i": In(PacketStream(beat_octets)),
             "o": Out(PacketStream(beat_octets)),
-            **axi4_manager_members("m_axi", addr_width, beat_octets),
-            **register_bus_members(csr.ADDR_BITS),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
-            **{f"count_rx_{name}": Out(COUNTER_WIDTH) for name in OefhParser.COUNTERS},
+            "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
+            "csr": In(RegisterBus(csr.ADDR_BITS)),
+            "count": Out(Counters(self.COUNTERS, groups={"rx": Counters(OefhParser.COUNTERS)})),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
         beat_bits = (W - 1).bit_length()
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
 
         m.submodules.parser = parser = OefhParser(W)
         m.submodules.deparser = deparser = OefhDeparser(W)
@@ -118,11 +117,9 @@ class RdmaTarget(wiring.Component):
         m.submodules.writer = writer = AxiWriter(W, self.addr_width)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
         wiring.connect(m, deparser.o, wiring.flipped(self.o))
-        for name in OefhParser.COUNTERS:
-            m.d.comb += getattr(self, f"count_rx_{name}").eq(getattr(parser, f"count_{name}"))
-        for mover, members in ((reader, axi4_read_members), (writer, axi4_write_members)):
-            for name, member in members("m_axi", self.addr_width, W).items():
-                forward_member(m, getattr(self, name), getattr(mover, name), member)
+        wiring.connect(m, parser.count, wiring.flipped(self.count.rx))
+        forward(m, self.m_axi, reader.m_axi)
+        forward(m, self.m_axi, writer.m_axi)
 
         windows = target_registers(m, self, counters)
 
@@ -146,7 +143,7 @@ class RdmaTarget(wiring.Component):
         # --- WRITE message contexts -------------------------------------------------------------
         n = self.contexts
         valid = Signal(n)
-        src = [Signal(12, name=f"ctx{c}_src") for c in range(n)]
+        src = [Signal(ENDPOINT_BITS, name=f"ctx{c}_src") for c in range(n)]
         msg = [Signal(MSG_BITS, name=f"ctx{c}_msg") for c in range(n)]
         placed = [Signal(LENGTH_BITS + 1, name=f"ctx{c}_placed") for c in range(n)]
         goal = [Signal(LENGTH_BITS, name=f"ctx{c}_total") for c in range(n)]

@@ -7,29 +7,29 @@ counter).
 """
 
 from amaranth.hdl import Module, Signal, Cat, Mux
-from amaranth.lib import stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..config import check_int_range
-from ..link.layouts import LcwLayout
-from ..stream import drive_counters, COUNTER_WIDTH
-from ..wire import LcwType, SEN_PAYLOAD
-from .path_select import PathSelect, MAX_PORTS, DST_WIDTH, ENTROPY_WIDTH
+from ..counters import CounterBank, Counters
+from ..link.layouts import LcwStream
+from ..params import IntRange, Param, parameters
+from ..wire import ENDPOINT_BITS, LcwType, SEN_PAYLOAD
+from .path_select import PathAnswer, PathRequest, PathSelect, MAX_PORTS, ENTROPY_WIDTH
 
-__all__ = ["Reachability", "check_ports", "ENDPOINT_IDS", "EVENT_WINDOW"]
+__all__ = ["Reachability", "PORTS", "ENDPOINT_IDS", "EVENT_WINDOW"]
 
-#: Entries of the table: every 12-bit endpoint id (spec §3).
-ENDPOINT_IDS = 1 << DST_WIDTH
+#: Entries of the table: every endpoint id (spec §3).
+ENDPOINT_IDS = 1 << ENDPOINT_BITS
 #: A SEN is newer than the last one a port took if its 8-bit event sequence number is ahead by
 #: 1…EVENT_WINDOW (modulo 256); otherwise it is stale (a duplicate or reordered event).
 EVENT_WINDOW = 127
 
 
-def check_ports(value):
-    return check_int_range("ports", value, 1, MAX_PORTS)
+PORTS = Param("NIC ports (one switch plane each)", IntRange(1, MAX_PORTS))
 
 
+@parameters(ports=PORTS)
 class Reachability(wiring.Component):
     """reachable[id][p] for every endpoint id and port, and the port each frame leaves on.
 
@@ -61,18 +61,18 @@ class Reachability(wiring.Component):
 
     Members
     -------
-    lcw0 … lcw{ports-1} : In(stream.Signature(LcwLayout()))
+    lcw : In(LcwStream()).array(ports)
         Link control words received on each port.
     links_up : In(ports)
         Link state of each port.
-    i_valid, i_dst, i_entropy : In; o_valid, o_port, o_none : Out
+    i : In(PathRequest(reachable=False)); o : Out(PathAnswer())
         Lookups, no back-pressure (as :class:`PathSelect`).
     busy : Out(1)
         The table is being initialised after reset.
     took_down : Out(ports)
         Port *p* took a SEN saying an endpoint is unreachable through it (strobe, in the cycle
         the table is written: the NIC re-steers what is queued for *p*).
-    count_sen_down, count_sen_up, count_sen_stale : Out(32)
+    count : Out(Counters)
         SENs taken (unreachable / reachable) and ignored as stale, all ports (saturating).
     """
     #: Cycles from ``i_valid`` to ``o_valid``.
@@ -80,19 +80,18 @@ class Reachability(wiring.Component):
     COUNTERS = ("sen_down", "sen_up", "sen_stale")
 
     def __init__(self, ports=4):
-        self.ports = check_ports(ports)
+        self.ports = ports
         super().__init__({
-            **{f"lcw{p}": In(stream.Signature(LcwLayout())) for p in range(ports)},
+            "lcw": In(LcwStream()).array(ports),
             "links_up": In(ports),
-            "i_valid": In(1), "i_dst": In(DST_WIDTH), "i_entropy": In(ENTROPY_WIDTH),
-            "o_valid": Out(1), "o_port": Out(range(MAX_PORTS)), "o_none": Out(1),
+            "i": In(PathRequest(reachable=False)), "o": Out(PathAnswer()),
             "busy": Out(1), "took_down": Out(ports),
-            **{f"count_{name}": Out(COUNTER_WIDTH) for name in self.COUNTERS},
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        counters = drive_counters(m, self, self.COUNTERS)
+        counters = CounterBank(m, self.count)
 
         # Initialisation sweep after reset: every entry of every port becomes 1.
         sweep = Signal(range(ENDPOINT_IDS))
@@ -108,7 +107,7 @@ class Reachability(wiring.Component):
             m.submodules[f"table{p}"] = table = Memory(shape=1, depth=ENDPOINT_IDS, init=[])
             wr = table.write_port()
             rd = table.read_port(transparent_for=(wr,))
-            lcw = getattr(self, f"lcw{p}")
+            lcw = self.lcw[p]
             sen = SEN_PAYLOAD.layout(lcw.payload.payload)
             is_sen = lcw.valid & ~busy & (lcw.payload.type == LcwType.SEN)
             last_event = Signal(8, name=f"last_event{p}")
@@ -126,7 +125,7 @@ class Reachability(wiring.Component):
                 wr.en.eq(busy | take),
                 wr.addr.eq(Mux(busy, sweep, sen.endpoint)),
                 wr.data.eq(busy | sen.reachable),
-                rd.addr.eq(self.i_dst),
+                rd.addr.eq(self.i.dst),
                 rd.en.eq(1),
             ]
             row.append(rd.data)
@@ -143,15 +142,14 @@ class Reachability(wiring.Component):
         valid_r = Signal()
         busy_r = Signal(init=1)
         entropy_r = Signal(ENTROPY_WIDTH)
-        dst_r = Signal(DST_WIDTH)
-        m.d.sync += [valid_r.eq(self.i_valid), busy_r.eq(busy), entropy_r.eq(self.i_entropy),
-                     dst_r.eq(self.i_dst)]
+        dst_r = Signal(ENDPOINT_BITS)
+        m.d.sync += [valid_r.eq(self.i.valid), busy_r.eq(busy), entropy_r.eq(self.i.entropy),
+                     dst_r.eq(self.i.dst)]
         # Ref: spec §9 — ports reachable and whose link is up.
         usable = Cat(*row) & self.links_up & ~busy_r.replicate(self.ports)
         m.d.comb += [
-            select.i_valid.eq(valid_r), select.i_dst.eq(dst_r), select.i_entropy.eq(entropy_r),
-            select.i_reachable.eq(usable),
-            self.o_valid.eq(select.o_valid), self.o_port.eq(select.o_port),
-            self.o_none.eq(select.o_none),
+            select.i.valid.eq(valid_r), select.i.dst.eq(dst_r), select.i.entropy.eq(entropy_r),
+            select.i.reachable.eq(usable),
         ]
+        wiring.connect(m, select.o, wiring.flipped(self.o))
         return m

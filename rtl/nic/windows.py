@@ -5,23 +5,17 @@ Both targets of the NIC (L/S and RDMA) are built from these pieces; each has its
 windows on its own register bus.
 """
 
-from amaranth.hdl import Signal, Cat, C
+from amaranth.hdl import Signal, Cat
 
-from ..config import check_int_range
-from ..regbus import register_reads
-from ..wire import LS_TH, Status
+from ..params import IntRange, Param
+from ..regbus import register_reads, word_view
+from ..wire import Status
 from . import csr
+from .engine import LINE_BITS
 
-__all__ = ["Windows", "window_registers", "target_registers", "count_refusal", "check_windows", "LINE_OCTETS",
-           "LINE_BITS"]
+__all__ = ["Windows", "window_registers", "target_registers", "count_refusal", "WINDOWS"]
 
-#: Windows are counted in 64-octet cache lines (the L/S TH's ``line`` unit).
-LINE_OCTETS = 64
-LINE_BITS = dict(LS_TH.fields)["line"]
-
-
-def check_windows(value):
-    return check_int_range("windows", value, csr.MIN_WINDOWS, csr.MAX_WINDOWS)
+WINDOWS = Param("memory windows", IntRange(csr.MIN_WINDOWS, csr.MAX_WINDOWS))
 
 
 class Windows:
@@ -48,36 +42,38 @@ class Windows:
 
 
 def window_registers(m, bus, count):
-    """:class:`Windows` of ``count`` windows written from ``bus`` (a component with
-    :func:`~..regbus.register_bus_members`) as :mod:`.csr` lays them out."""
+    """:class:`Windows` of ``count`` windows written from ``bus`` (a block's ``csr``
+    interface, :func:`~..regbus.RegisterBus`) as :mod:`.csr` lays them out."""
     windows = Windows(count)
+    base_hi = word_view(csr.BaseHighWord, bus.wdata).base_hi
+    perm_word = word_view(csr.PermWord, bus.wdata).as_value()
     for k, (base, size, perm) in enumerate(zip(windows.base, windows.size, windows.perm)):
         at = csr.WINDOW + csr.WINDOW_STRIDE * k
-        with m.If(bus.csr_we):
-            with m.Switch(bus.csr_addr):
+        with m.If(bus.we):
+            with m.Switch(bus.addr):
                 with m.Case(at + 0):
-                    m.d.sync += base[:32].eq(bus.csr_wdata)
+                    m.d.sync += base[:32].eq(bus.wdata)
                 with m.Case(at + 1):
-                    m.d.sync += base[32:].eq(bus.csr_wdata)
+                    m.d.sync += base[32:].eq(base_hi)
                 with m.Case(at + 2):
-                    m.d.sync += size.eq(bus.csr_wdata)
+                    m.d.sync += size.eq(bus.wdata)
                 with m.Case(at + 3):
-                    m.d.sync += perm.eq(bus.csr_wdata[:2])
+                    m.d.sync += perm.eq(perm_word)
     return windows
 
 
 def target_registers(m, target, counters):
     """The register file of a NIC target (:mod:`.csr`): ``target`` is the component with the
-    register bus and ``windows``, ``beat_octets``, ``addr_width`` and ``COUNTERS``;
-    ``counters`` its :class:`~..stream.SaturatingCounter` s by name. Returns its
-    :class:`Windows`."""
-    windows = window_registers(m, target, target.windows)
-    beat_bits = (target.beat_octets - 1).bit_length()
-    params = Cat(C(target.windows, 5), C(beat_bits, 3), C(target.addr_width, 6))
-    registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
+    register bus ``csr`` and ``windows``, ``beat_octets``, ``addr_width`` and ``COUNTERS``;
+    ``counters`` its :class:`~..counters.CounterBank`. Returns its :class:`Windows`."""
+    windows = window_registers(m, target.csr, target.windows)
+    params = csr.ParamsWord.const({"windows": target.windows,
+                                   "log2_beat_octets": (target.beat_octets - 1).bit_length(),
+                                   "addr_width": target.addr_width})
+    registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params.as_value())]
     registers += [(csr.COUNTERS + k, counters[name].value)
                   for k, name in enumerate(target.COUNTERS)]
-    register_reads(m, target, registers + windows.registers())
+    register_reads(m, target.csr, registers + windows.registers())
     return windows
 
 

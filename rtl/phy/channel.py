@@ -28,11 +28,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from ..config import check_int_range
-from ..stream import SaturatingCounter, COUNTER_WIDTH
+from ..counters import CounterBank, Counters
+from ..params import IntRange, Param, parameters
 
 __all__ = ["LinkChannel", "LineBeatLayout", "DelayLine", "RandomBitErrors", "BurstErrors",
-           "RandomSource", "check_width", "check_max_delay", "check_injectors",
+           "RandomSource", "channel_controls", "WIDTH", "DELAY", "INJECTORS",
            "MAX_WIDTH", "MAX_DELAY", "MAX_INJECTORS", "BURST_LENGTH_BITS",
            "SEED_HI", "SEED_LO", "XORSHIFT64_SHIFTS"]
 
@@ -49,23 +49,26 @@ SEED_HI = 0x9E3779B9
 SEED_LO = 0x7F4A7C15
 
 
-def check_width(width):
-    return check_int_range("width", width, 1, MAX_WIDTH)
+WIDTH = Param("data bits per beat", IntRange(1, MAX_WIDTH))
+#: A line's delay (and the largest one a line with a run-time delay can hold), in cycles.
+DELAY = Param("line delay in cycles", IntRange(1, MAX_DELAY))
+INJECTORS = Param("random bit-error injectors per beat", IntRange(1, MAX_INJECTORS))
 
 
-def check_max_delay(max_delay):
-    return check_int_range("max_delay", max_delay, 1, MAX_DELAY)
-
-
-def check_injectors(injectors):
-    return check_int_range("injectors", injectors, 1, MAX_INJECTORS)
+def channel_controls():
+    """The run-time controls of a line (:class:`LinkChannel`), as members of the block that
+    has them; a block holding a channel shows them under the same names
+    (:func:`~ethlink.rtl.compose.forward`)."""
+    return {"error_threshold": In(32), "burst_length": In(BURST_LENGTH_BITS), "burst": In(1),
+            "link_up": In(1), "seed": In(32), "reseed": In(1)}
 
 
 class LineBeatLayout(data.StructLayout):
     """One beat on the line: ``width`` data bits and the framing flag ``last``. The same shape as
     :class:`~ethlink.rtl.phy.fec.symbols.SymbolLayout`, so a symbol stream plugs in directly."""
     def __init__(self, width):
-        super().__init__({"data": unsigned(check_width(width)), "last": unsigned(1)})
+        super().__init__({"data": unsigned(WIDTH.validate("width", width)),
+                          "last": unsigned(1)})
 
 
 def _position_shape(width):
@@ -121,7 +124,7 @@ class RandomSource(wiring.Component):
     Throughput: one step per cycle.
     """
     def __init__(self, index, width):
-        self.index, self.width = index, check_width(width)
+        self.index, self.width = index, WIDTH.validate("width", width)
         super().__init__({
             "seed": In(32), "load": In(1), "advance": In(1),
             "next_word": Out(32), "position": Out(_position_shape(width)),
@@ -172,7 +175,8 @@ class RandomBitErrors(wiring.Component):
     ``threshold`` 1 cycle later. Throughput: one mask per cycle.
     """
     def __init__(self, width, injectors):
-        self.width, self.injectors = check_width(width), check_injectors(injectors)
+        self.width = WIDTH.validate("width", width)
+        self.injectors = INJECTORS.validate("injectors", injectors)
         super().__init__({
             "seed": In(32), "load": In(1), "advance": In(1), "threshold": In(32),
             "mask": Out(width),
@@ -232,7 +236,7 @@ class BurstErrors(wiring.Component):
     from registers. Throughput: one mask per cycle.
     """
     def __init__(self, width):
-        self.width = check_width(width)
+        self.width = WIDTH.validate("width", width)
         super().__init__({
             "seed": In(32), "load": In(1), "strobe": In(1), "length": In(BURST_LENGTH_BITS),
             "advance": In(1), "mask": Out(width), "started": Out(1),
@@ -310,7 +314,7 @@ class DelayLine(wiring.Component):
     registers).
     """
     def __init__(self, shape, max_delay):
-        self.shape, self.max_delay = shape, check_max_delay(max_delay)
+        self.shape, self.max_delay = shape, DELAY.validate("max_delay", max_delay)
         super().__init__({
             "i_valid": In(1), "i_beat": In(shape), "delay": In(range(max_delay + 1)),
             "o_valid": Out(1), "o_beat": Out(shape),
@@ -361,6 +365,7 @@ class DelayLine(wiring.Component):
         return m
 
 
+@parameters(width=WIDTH, max_delay=DELAY, injectors=INJECTORS)
 class LinkChannel(wiring.Component):
     """Carry a beat stream across a simulated line: delay, random bit errors, bursts, link loss.
 
@@ -416,18 +421,13 @@ class LinkChannel(wiring.Component):
         Seed of the random generators, loaded while ``rst`` or ``reseed`` is high.
     reseed : In(1)
         Restart the random sequences from ``seed`` (the line itself keeps its beats).
-    count_flipped_bits : Out(32)
-        Data bits flipped (random and burst).
-    count_errored_beats : Out(32)
-        Beats with at least one flipped bit.
-    count_bursts : Out(32)
-        Burst strobes taken.
-    count_lost : Out(32)
-        Beats lost because ``link_up`` was low when they were due on ``o``.
-    count_overruns : Out(32)
-        Beats lost because ``o.ready`` was low.
+    count : Out(Counters)
+        ``flipped_bits``: data bits flipped (random and burst); ``errored_beats``: beats
+        with at least one flipped bit; ``bursts``: burst strobes taken; ``lost``: beats lost
+        because ``link_up`` was low when they were due on ``o``; ``overruns``: beats lost
+        because ``o.ready`` was low.
 
-    The counters saturate at 2^32 − 1. ``count_flipped_bits`` and ``count_errored_beats``
+    The counters saturate at 2^32 − 1. ``flipped_bits`` and ``errored_beats``
     include a beat 4 and 2 cycles after it enters the line; the others count in the cycle of
     the event (visible the next cycle).
 
@@ -438,26 +438,19 @@ class LinkChannel(wiring.Component):
     ``o.valid`` and ``o.payload`` come from registers, ``o.valid`` also combinationally from
     ``link_up``.
     """
+    COUNTERS = ("flipped_bits", "errored_beats", "bursts", "lost", "overruns")
+
     def __init__(self, width=80, max_delay=64, injectors=4):
-        self.width = check_width(width)
-        self.max_delay = check_max_delay(max_delay)
-        self.injectors = check_injectors(injectors)
+        self.width = width
+        self.max_delay = max_delay
+        self.injectors = injectors
         layout = LineBeatLayout(width)
         super().__init__({
             "i": In(stream.Signature(layout)),
             "o": Out(stream.Signature(layout)),
             "delay": In(range(max_delay + 1)),
-            "error_threshold": In(32),
-            "burst_length": In(BURST_LENGTH_BITS),
-            "burst": In(1),
-            "link_up": In(1),
-            "seed": In(32),
-            "reseed": In(1),
-            "count_flipped_bits": Out(COUNTER_WIDTH),
-            "count_errored_beats": Out(COUNTER_WIDTH),
-            "count_bursts": Out(COUNTER_WIDTH),
-            "count_lost": Out(COUNTER_WIDTH),
-            "count_overruns": Out(COUNTER_WIDTH),
+            **channel_controls(),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -486,11 +479,9 @@ class LinkChannel(wiring.Component):
             self.o.payload.eq(line.o_beat),
         ]
 
-        flipped_bits = SaturatingCounter("count_flipped_bits")
-        errored_beats = SaturatingCounter("count_errored_beats")
-        bursts_taken = SaturatingCounter("count_bursts")
-        lost = SaturatingCounter("count_lost")
-        overruns = SaturatingCounter("count_overruns")
+        counters = CounterBank(m, self.count)
+        flipped_bits, errored_beats = counters.flipped_bits, counters.errored_beats
+        bursts_taken, lost, overruns = counters.bursts, counters.lost, counters.overruns
         # Counting flipped bits needs a population count of the mask: registered masks, bits
         # counted per octet, then the octets summed, each a pipeline stage, keep it (and the
         # 32-bit add) off the data path and short.
@@ -509,11 +500,4 @@ class LinkChannel(wiring.Component):
         bursts_taken.increment(m, bursts.started)
         lost.increment(m, line.o_valid & ~self.link_up)
         overruns.increment(m, self.o.valid & ~self.o.ready)
-        m.d.comb += [
-            self.count_flipped_bits.eq(flipped_bits.value),
-            self.count_errored_beats.eq(errored_beats.value),
-            self.count_bursts.eq(bursts_taken.value),
-            self.count_lost.eq(lost.value),
-            self.count_overruns.eq(overruns.value),
-        ]
         return m

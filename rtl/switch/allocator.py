@@ -13,12 +13,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import round_robin, one_hot_index, wrap_next
-from ..config import check_int_range
+from ..params import IntRange, Param, check_int_range
 
-__all__ = ["IslipAllocator", "MAX_ITERATIONS"]
+__all__ = ["IslipAllocator", "MAX_ITERATIONS", "ITERATIONS"]
 
 #: iSLIP converges in at most log2(N) iterations on average; 4 covers radix 16.
 MAX_ITERATIONS = 4
+ITERATIONS = Param("iSLIP iterations per cycle", IntRange(1, MAX_ITERATIONS))
 
 
 class IslipAllocator(wiring.Component):
@@ -44,7 +45,7 @@ class IslipAllocator(wiring.Component):
     """
     def __init__(self, radix, iterations=1):
         self.radix = check_int_range("radix", radix, 2, 16)
-        self.iterations = check_int_range("iterations", iterations, 1, MAX_ITERATIONS)
+        self.iterations = ITERATIONS.validate("iterations", iterations)
         super().__init__({
             "request": In(radix * radix),
             "urgent": In(radix * radix),

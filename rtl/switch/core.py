@@ -2,29 +2,32 @@
 
 ::
 
-    i0 ─► SwitchIngress ─► VoqBuffer ──┐            ┌─► egress FIFO ─► o0
-    i1 ─► SwitchIngress ─► VoqBuffer ──┼─ crossbar ─┼─► egress FIFO ─► o1
+    i[0] ─► SwitchIngress ─► VoqBuffer ──┐            ┌─► egress FIFO ─► o[0]
+    i[1] ─► SwitchIngress ─► VoqBuffer ──┼─ crossbar ─┼─► egress FIFO ─► o[1]
     ...                                │  (iSLIP)   │
                       CSR bus ─► tables, port configuration, counters
 """
 
-from amaranth.hdl import Module, Signal, Cat, C
+from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..config import check_int_range
-from ..regbus import register_bus_members, register_reads
+from ..buffer import CountedWordLayout
+from ..counters import SaturatingCounter, counter_values
+from ..params import Flag, IntRange, Param, parameters
+from ..regbus import RegisterBus, register_reads, word_view
 from ..link.layouts import MAC_BEAT_OCTETS
-from ..stream import PacketStream, SaturatingCounter, count_to_keep
+from ..stream import PacketStream, count_to_keep
+from ..wire import NO_ENDPOINT
 from . import csr
-from .allocator import IslipAllocator, MAX_ITERATIONS
-from .ingress import SwitchIngress, DROP_REASONS
-from .voq import VoqBuffer, BufferWordLayout, check_voq_beats, check_vc_classes
+from .allocator import IslipAllocator, ITERATIONS
+from .ingress import SwitchIngress
+from .voq import VoqBuffer, VC_CLASSES, VOQ_BEATS
 
-__all__ = ["SwitchCore", "check_radix", "MAX_RADIX", "ZERO_LOAD_LATENCY", "MIN_EGRESS_BEATS",
-           "check_egress_beats"]
+__all__ = ["SwitchCore", "RADIX", "MAX_RADIX", "ZERO_LOAD_LATENCY", "MIN_EGRESS_BEATS",
+           "EGRESS_BEATS"]
 
 #: Cycles from a frame's first beat taken on ``i<p>`` to its first beat offered on ``o<q>``
 #: when nothing else is in the way: ingress lookup (1) and decision (1) registers, queue write
@@ -36,16 +39,14 @@ ZERO_LOAD_LATENCY = 6
 MIN_EGRESS_BEATS = 4
 
 MAX_RADIX = 16
+RADIX = Param("ports", IntRange(2, MAX_RADIX))
+EGRESS_BEATS = Param("beats of FIFO between the crossbar and each output",
+                     IntRange(MIN_EGRESS_BEATS, 1024))
 
 
-def check_radix(value):
-    return check_int_range("radix", value, 2, MAX_RADIX)
-
-
-def check_egress_beats(value):
-    return check_int_range("egress_beats", value, MIN_EGRESS_BEATS, 1024)
-
-
+@parameters(radix=RADIX, vc_classes=VC_CLASSES, voq_beats=VOQ_BEATS, iterations=ITERATIONS,
+            fifo=Param("1: one FIFO per ingress instead of VOQs (baseline)", Flag()),
+            egress_beats=EGRESS_BEATS)
 class SwitchCore(wiring.Component):
     """An input-queued switch of ``radix`` ports on the frame stream (OEFH + TH + payload,
     8 octets per beat), with virtual output queues per (ingress, egress, VC class) and an
@@ -71,10 +72,10 @@ class SwitchCore(wiring.Component):
 
     Members
     -------
-    i0 … i{radix-1} : In(PacketStream(8)); o0 … o{radix-1} : Out(PacketStream(8))
-    csr_addr, csr_we, csr_wdata, csr_re : In; csr_rdata, csr_rvalid : Out
+    i : In(PacketStream(8)).array(radix); o : Out(PacketStream(8)).array(radix)
+    csr : In(RegisterBus(16))
         The register bus; the map is in :mod:`.csr` (writes take effect at the end of their
-        cycle, read data follows one cycle after ``csr_re``).
+        cycle, read data follows one cycle after ``re``).
 
     Forwarding rules: frames leave whole, never interleaved on an egress; frames from one
     ingress to one egress in one VC class leave in the order they came; a frame is either
@@ -89,22 +90,22 @@ class SwitchCore(wiring.Component):
     """
     def __init__(self, radix=8, vc_classes=2, voq_beats=256, iterations=1, fifo=0,
                  egress_beats=32):
-        self.radix = check_radix(radix)
-        self.vc_classes = check_vc_classes(vc_classes)
-        self.voq_beats = check_voq_beats(voq_beats)
-        self.iterations = check_int_range("iterations", iterations, 1, MAX_ITERATIONS)
-        self.fifo = check_int_range("fifo", fifo, 0, 1)
-        self.egress_beats = check_egress_beats(egress_beats)
+        self.radix = radix
+        self.vc_classes = vc_classes
+        self.voq_beats = voq_beats
+        self.iterations = iterations
+        self.fifo = fifo
+        self.egress_beats = egress_beats
         super().__init__({
-            **{f"i{p}": In(PacketStream(MAC_BEAT_OCTETS)) for p in range(radix)},
-            **{f"o{p}": Out(PacketStream(MAC_BEAT_OCTETS)) for p in range(radix)},
-            **register_bus_members(csr.ADDR_BITS),
+            "i": In(PacketStream(MAC_BEAT_OCTETS)).array(radix),
+            "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(radix),
+            "csr": In(RegisterBus(csr.ADDR_BITS)),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self.radix
-        word = BufferWordLayout()
+        word = CountedWordLayout()
 
         buffers, ingresses = [], []
         for p in range(n):
@@ -114,12 +115,8 @@ class SwitchCore(wiring.Component):
                                 fifo=self.fifo)
             m.submodules[f"buffer{p}"] = buf
             m.submodules[f"ingress{p}"] = ing
-            wiring.connect(m, wiring.flipped(getattr(self, f"i{p}")), ing.i)
-            m.d.comb += [
-                buf.w_en.eq(ing.w_en), buf.w_first.eq(ing.w_first),
-                buf.w_queue.eq(ing.w_queue), buf.w_egress.eq(ing.w_egress),
-                buf.w_word.eq(ing.w_word), ing.room.eq(buf.room),
-            ]
+            wiring.connect(m, wiring.flipped(self.i[p]), ing.i)
+            wiring.connect(m, ing.w, buf.w)
             buffers.append(buf)
             ingresses.append(ing)
 
@@ -127,7 +124,7 @@ class SwitchCore(wiring.Component):
         m.submodules.allocator = alloc = IslipAllocator(n, self.iterations)
         # Which requests hold up their ingress: a hint, so registered (a cycle late).
         urgent = Signal(n * n)
-        m.d.sync += urgent.eq(Cat(*(Cat(*(ing.blocked & (ing.w_egress == j) for j in range(n)))
+        m.d.sync += urgent.eq(Cat(*(Cat(*(ing.blocked & (ing.w.egress == j) for j in range(n)))
                                     for ing in ingresses)))
         out_busy = Signal(n)
         out_src = [Signal(range(n), name=f"out_src{j}") for j in range(n)]
@@ -165,22 +162,25 @@ class SwitchCore(wiring.Component):
                 for i, buf in enumerate(buffers):
                     with m.Case(i):
                         m.d.comb += [chosen.eq(buf.r_word), chosen_valid.eq(buf.r_valid)]
+            # The egress never refuses a beat: a read is issued only with room for it
+            # (``egress_room``), so ``w_stream.ready`` is not looked at.
+            write, read = fifo.w_stream, fifo.r_stream
             m.d.comb += [
-                fifo.w_en.eq(out_busy[j] & chosen_valid),
-                fifo.w_data.eq(chosen),
+                write.valid.eq(out_busy[j] & chosen_valid),
+                write.payload.eq(chosen),
                 # A read issued now is written two cycles later; one may be in flight.
-                egress_room[j].eq(fifo.level + fifo.w_en < self.egress_beats),
+                egress_room[j].eq(fifo.level + write.valid < self.egress_beats),
             ]
-            out = getattr(self, f"o{j}")
-            head = word(fifo.r_data)
+            out = self.o[j]
+            head = word(read.payload)
             in_frame = Signal(name=f"o{j}_in_frame")
             m.d.comb += [
-                out.valid.eq(fifo.r_rdy),
+                out.valid.eq(read.valid),
                 out.payload.data.eq(head.data),
                 out.payload.keep.eq(count_to_keep(head.count, MAC_BEAT_OCTETS)),
                 out.payload.last.eq(head.last),
                 out.payload.first.eq(~in_frame),
-                fifo.r_en.eq(out.ready),
+                read.ready.eq(out.ready),
             ]
             sent = out.valid & out.ready
             with m.If(sent):
@@ -193,39 +193,38 @@ class SwitchCore(wiring.Component):
             octets_out.append(octets.value)
 
         # --- register bus -----------------------------------------------------------------
-        attached = [Signal(12, init=csr.NO_ENDPOINT, name=f"attached{p}") for p in range(n)]
-        src_check = [Signal(name=f"src_check{p}") for p in range(n)]
-        addr, wdata = self.csr_addr, self.csr_wdata
-        region = addr[12:]
-        port_bits = len(ingresses[0].route_port)
-        route_port = wdata[:4]
+        bus = self.csr
+        region = bus.addr[csr.TABLE_BITS:]
+        route = word_view(csr.RouteWord, bus.wdata)
+        partition = word_view(csr.PartitionWord, bus.wdata)
+        written = word_view(csr.PortConfigWord, bus.wdata)
+        config = [Signal(csr.PortConfigWord, init={"attached": NO_ENDPOINT},
+                         name=f"port_config{p}") for p in range(n)]
         for p, ing in enumerate(ingresses):
+            tables = ing.tables
             m.d.comb += [
-                ing.attached.eq(attached[p]), ing.src_check.eq(src_check[p]),
-                ing.table_addr.eq(addr[:12]),
-                ing.route_we.eq(self.csr_we & (region == csr.ROUTE >> 12)),
-                ing.route_valid.eq(wdata[csr.ROUTE_VALID_BIT] & (route_port < n)),
-                ing.route_port.eq(route_port[:port_bits]),
-                ing.partition_we.eq(self.csr_we & (region == csr.PARTITION >> 12)),
-                ing.partition.eq(wdata[:csr.PARTITION_BITS]),
+                ing.attached.eq(config[p].attached), ing.src_check.eq(config[p].src_check),
+                tables.addr.eq(bus.addr[:csr.TABLE_BITS]),
+                tables.route_we.eq(bus.we & (region == csr.ROUTE >> csr.TABLE_BITS)),
+                tables.route_valid.eq(route.valid & (route.port < n)),
+                tables.route_port.eq(route.port[:len(tables.route_port)]),
+                tables.partition_we.eq(bus.we & (region == csr.PARTITION >> csr.TABLE_BITS)),
+                tables.partition.eq(partition.partition),
             ]
-            with m.If(self.csr_we & (addr == csr.PORT_CONFIG + p)):
-                m.d.sync += [attached[p].eq(wdata[:12]),
-                             src_check[p].eq(wdata[csr.SRC_CHECK_BIT])]
+            with m.If(bus.we & (bus.addr == csr.PORT_CONFIG + p)):
+                m.d.sync += [config[p].attached.eq(written.attached),
+                             config[p].src_check.eq(written.src_check)]
 
-        counters = {"frames_out": frames_out, "octets_out": octets_out}
-        for name in ("frames_in", "octets_in"):
-            counters[name] = [getattr(ing, f"count_{name}") for ing in ingresses]
-        for reason in DROP_REASONS:
-            counters[f"drop_{reason}"] = [getattr(ing, f"count_drop_{reason}")
-                                          for ing in ingresses]
-        params = (n | self.vc_classes << 8 | exact_log2(self.voq_beats) << 12
-                  | self.fifo << 16 | self.iterations << 17)
-        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params)]
+        # Each port's counters, in the order of the register map.
+        port_counters = [{"frames_out": frames_out[p], "octets_out": octets_out[p],
+                          **counter_values(ing.count)} for p, ing in enumerate(ingresses)]
+        params = csr.ParamsWord.const({"radix": n, "vc_classes": self.vc_classes,
+                                       "log2_voq_beats": exact_log2(self.voq_beats),
+                                       "fifo": self.fifo, "iterations": self.iterations})
+        registers = [(csr.ID, csr.ID_VALUE), (csr.PARAMS, params.as_value())]
         for p in range(n):
-            registers.append((csr.PORT_CONFIG + p,
-                              Cat(attached[p], C(0, csr.SRC_CHECK_BIT - 12), src_check[p])))
-            registers += [(csr.COUNTERS + csr.COUNTER_STRIDE * p + k, counters[name][p])
+            registers.append((csr.PORT_CONFIG + p, config[p].as_value()))
+            registers += [(csr.COUNTERS + csr.COUNTER_STRIDE * p + k, port_counters[p][name])
                           for k, name in enumerate(csr.PORT_COUNTERS)]
-        register_reads(m, self, registers)
+        register_reads(m, bus, registers)
         return m

@@ -5,16 +5,29 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..counters import CounterBank, Counters
 from ..link.layouts import MAC_BEAT_OCTETS
-from ..stream import PacketLayout, PacketStream, SaturatingCounter, keep_count, COUNTER_WIDTH
-from ..wire import OEFH, LS_TH, Opcode, LsSize, OEFH_VERSION, lanes_to_value
-from .csr import ENDPOINT_IDS, PARTITION_BITS
-from .voq import BufferWordLayout
+from ..stream import PacketLayout, PacketStream, keep_count
+from ..wire import ENDPOINT_BITS, OEFH, LS_TH, Opcode, LsSize, OEFH_VERSION, lanes_to_value
+from .csr import ENDPOINT_IDS, PARTITION_BITS, TABLE_BITS
+from .voq import VoqWriteSignature
 
-__all__ = ["SwitchIngress", "DROP_REASONS"]
+__all__ = ["SwitchIngress", "TableWriteSignature", "DROP_REASONS", "INGRESS_COUNTERS"]
 
 #: Why a frame is dropped, in the order the checks apply (the first that applies counts).
 DROP_REASONS = ("malformed", "spoofed", "unroutable", "partition")
+#: The counters of an ingress.
+INGRESS_COUNTERS = ("frames_in", "octets_in", "drop_malformed", "drop_spoofed",
+                    "drop_unroutable", "drop_partition")
+
+
+def TableWriteSignature(radix):
+    """A write into the route table (``route``: ``port``, ``valid``) or the partition tables
+    (``partition``) at endpoint ``addr``, as the register decoder drives it."""
+    return wiring.Signature({"addr": Out(TABLE_BITS),
+                             "route_we": Out(1), "route_valid": Out(1),
+                             "route_port": Out(range(radix)),
+                             "partition_we": Out(1), "partition": Out(PARTITION_BITS)})
 
 
 class SwitchIngress(wiring.Component):
@@ -47,14 +60,14 @@ class SwitchIngress(wiring.Component):
         Frames (OEFH + TH + payload, no FCS).
     attached : In(12); src_check : In(1)
         The port's configuration (spec §10, §11).
-    route_we, partition_we : In(1); table_addr : In(12); route_valid : In(1);
-    route_port : In(range(radix)); partition : In(4)
+    tables : In(TableWriteSignature(radix))
         Table writes.
-    w_en, w_first, w_queue, w_egress, w_word : Out
-        Beats for the port's :class:`~.voq.VoqBuffer`; ``room`` from it.
+    w : Out(VoqWriteSignature(radix, queues))
+        Beats for the port's :class:`~.voq.VoqBuffer`.
     blocked : Out(1)
-        A beat for egress ``w_egress`` waits for room (the port's line is held up).
-    count_frames_in, count_octets_in, count_drop_* : Out(32)
+        A beat for egress ``w.egress`` waits for room (the port's line is held up).
+    count : Out(Counters)
+        :data:`INGRESS_COUNTERS`: frames and octets in, frames dropped by reason.
 
     Latency: a beat taken on ``i`` in cycle *t* is written to its queue in cycle *t + 2*
     (stage 1 holds the beat while the tables are read, stage 2 the beat and its decision). Throughput: one beat per cycle, frames
@@ -66,23 +79,18 @@ class SwitchIngress(wiring.Component):
         self.fifo = fifo
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
-            "attached": In(12), "src_check": In(1),
-            "route_we": In(1), "partition_we": In(1), "table_addr": In(12),
-            "route_valid": In(1), "route_port": In(range(radix)),
-            "partition": In(PARTITION_BITS),
-            # (At least one bit wide even with a single queue.)
-            "w_en": Out(1), "w_first": Out(1), "w_queue": Out(range(max(2, queues))),
-            "w_egress": Out(range(radix)), "w_word": Out(BufferWordLayout()),
-            "room": In(queues),
+            "attached": In(ENDPOINT_BITS), "src_check": In(1),
+            "tables": In(TableWriteSignature(radix)),
+            "w": Out(VoqWriteSignature(radix, queues)),
             "blocked": Out(1),
-            "count_frames_in": Out(COUNTER_WIDTH), "count_octets_in": Out(COUNTER_WIDTH),
-            **{f"count_drop_{reason}": Out(COUNTER_WIDTH) for reason in DROP_REASONS},
+            "count": Out(Counters(INGRESS_COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = MAC_BEAT_OCTETS
-        port_bits = len(self.route_port)
+        port_bits = len(self.tables.route_port)
+        w, tables = self.w, self.tables
 
         # --- tables -----------------------------------------------------------------------
         m.submodules.routes = routes = Memory(shape=1 + port_bits, depth=ENDPOINT_IDS, init=[])
@@ -91,12 +99,12 @@ class SwitchIngress(wiring.Component):
         m.submodules.part_src = part_src = Memory(shape=PARTITION_BITS, depth=ENDPOINT_IDS,
                                                   init=[])
         route_w = routes.write_port()
-        m.d.comb += [route_w.addr.eq(self.table_addr), route_w.en.eq(self.route_we),
-                     route_w.data.eq(Cat(self.route_port, self.route_valid))]
+        m.d.comb += [route_w.addr.eq(tables.addr), route_w.en.eq(tables.route_we),
+                     route_w.data.eq(Cat(tables.route_port, tables.route_valid))]
         for mem in (part_dst, part_src):
-            w = mem.write_port()
-            m.d.comb += [w.addr.eq(self.table_addr), w.en.eq(self.partition_we),
-                         w.data.eq(self.partition)]
+            part_w = mem.write_port()
+            m.d.comb += [part_w.addr.eq(tables.addr), part_w.en.eq(tables.partition_we),
+                         part_w.data.eq(tables.partition)]
         route_r, part_dst_r, part_src_r = (mem.read_port() for mem in (routes, part_dst,
                                                                        part_src))
 
@@ -124,12 +132,13 @@ class SwitchIngress(wiring.Component):
                 m.d.comb += valid_opcode.eq(1)
         is_ls = ~th.opcode[3]    # opcodes 8…11 are RDMA (spec §4.2)
 
+        # Each reason's counter, and its condition, in the order of DROP_REASONS.
         reasons = {
-            "malformed": s1.last | (oefh.ver != OEFH_VERSION) | ~valid_opcode
-                         | (is_ls & (th.size == LsSize.RESERVED)),
-            "spoofed": self.src_check & (oefh.src != self.attached),
-            "unroutable": ~route_r.data[port_bits],
-            "partition": part_src_r.data != part_dst_r.data,
+            "drop_malformed": s1.last | (oefh.ver != OEFH_VERSION) | ~valid_opcode
+                              | (is_ls & (th.size == LsSize.RESERVED)),
+            "drop_spoofed": self.src_check & (oefh.src != self.attached),
+            "drop_unroutable": ~route_r.data[port_bits],
+            "drop_partition": part_src_r.data != part_dst_r.data,
         }
         first_reason = Cat()
         earlier = C(0)
@@ -148,23 +157,23 @@ class SwitchIngress(wiring.Component):
         s2_drop = Signal()
         s2_reason = Signal(len(reasons))
         frame_drop = Signal()                   # the decision of the frame at stage 1, kept
-        frame_queue = Signal.like(self.w_queue)
-        frame_egress = Signal.like(self.w_egress)
+        frame_queue = Signal.like(w.queue)
+        frame_egress = Signal.like(w.egress)
         room = Signal()
-        with m.Switch(self.w_queue):
-            for q in range(len(self.room)):
+        with m.Switch(w.queue):
+            for q in range(len(w.room)):
                 with m.Case(q):
-                    m.d.comb += room.eq(self.room[q])
+                    m.d.comb += room.eq(w.room[q])
         s2_advance = s2_valid & (s2_drop | room)
         m.d.comb += self.blocked.eq(s2_valid & ~s2_drop & ~room)
         s1_move = ~s2_valid | s2_advance
         m.d.comb += [
             self.i.ready.eq(~s1_valid | s1_move),
-            self.w_en.eq(s2_advance & ~s2_drop),
-            self.w_first.eq(s2.first),
-            self.w_word.data.eq(s2.data),
-            self.w_word.count.eq(keep_count(s2.keep, W)),
-            self.w_word.last.eq(s2.last),
+            w.en.eq(s2_advance & ~s2_drop),
+            w.first.eq(s2.first),
+            w.word.data.eq(s2.data),
+            w.word.count.eq(keep_count(s2.keep, W)),
+            w.word.last.eq(s2.last),
         ]
         with m.If(self.i.ready):
             m.d.sync += [s1_valid.eq(self.i.valid), s1.eq(beat)]
@@ -173,23 +182,18 @@ class SwitchIngress(wiring.Component):
             with m.If(s1_valid & s1.first):
                 m.d.sync += [
                     s2_drop.eq(earlier), s2_reason.eq(first_reason),
-                    self.w_queue.eq(queue_first), self.w_egress.eq(egress_first),
+                    w.queue.eq(queue_first), w.egress.eq(egress_first),
                     frame_drop.eq(earlier), frame_queue.eq(queue_first),
                     frame_egress.eq(egress_first),
                 ]
             with m.Else():
-                m.d.sync += [s2_drop.eq(frame_drop), self.w_queue.eq(frame_queue),
-                             self.w_egress.eq(frame_egress)]
+                m.d.sync += [s2_drop.eq(frame_drop), w.queue.eq(frame_queue),
+                             w.egress.eq(frame_egress)]
 
         # --- counters ---------------------------------------------------------------------
-        frames = SaturatingCounter("count_frames_in")
-        octets = SaturatingCounter("count_octets_in")
-        frames.increment(m, s2_advance & s2.first)
-        octets.add(m, self.w_word.count, s2_advance)
-        m.d.comb += [self.count_frames_in.eq(frames.value),
-                     self.count_octets_in.eq(octets.value)]
-        for k, reason in enumerate(reasons):
-            counter = SaturatingCounter(f"count_drop_{reason}")
-            counter.increment(m, s2_advance & s2.first & s2_reason[k])
-            m.d.comb += getattr(self, f"count_drop_{reason}").eq(counter.value)
+        counters = CounterBank(m, self.count)
+        counters.frames_in.increment(m, s2_advance & s2.first)
+        counters.octets_in.add(m, w.word.count, s2_advance)
+        for k, counter in enumerate(reasons):
+            counters[counter].increment(m, s2_advance & s2.first & s2_reason[k])
         return m

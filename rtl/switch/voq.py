@@ -2,40 +2,33 @@
 that sends one frame at a time through the crossbar."""
 
 from amaranth.hdl import Module, Signal, Cat, Mux
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..link.layouts import MAC_BEAT_OCTETS
 from ..arbiter import round_robin, one_hot_index
+from ..buffer import CountedWordLayout
+from ..params import OneOf, Param, PowerOfTwo
 
-__all__ = ["BufferWordLayout", "VoqBuffer", "check_voq_beats", "check_vc_classes"]
+__all__ = ["VoqBuffer", "VoqWriteSignature", "VOQ_BEATS", "VC_CLASSES"]
 
-
-class BufferWordLayout(data.StructLayout):
-    """One stored beat: the octets, how many of them are valid (``keep`` as a count, so a
-    word fits a 72-bit block RAM row), and the frame's last-beat flag."""
-    def __init__(self):
-        super().__init__({
-            "data": 8 * MAC_BEAT_OCTETS,
-            "count": range(MAC_BEAT_OCTETS + 1),
-            "last": 1,
-        })
+VOQ_BEATS = Param("8-octet beats per virtual output queue", PowerOfTwo(16, 4096))
+VC_CLASSES = Param("queues per (ingress, egress)", OneOf(1, 2, 4, 8))
 
 
-def check_voq_beats(value):
-    if (isinstance(value, bool) or not isinstance(value, int) or value & (value - 1)
-            or not 16 <= value <= 4096):
-        raise ValueError(f"voq_beats must be a power of two from 16 to 4096, not {value!r}")
-    return value
-
-
-def check_vc_classes(value):
-    if value not in (1, 2, 4, 8):
-        raise ValueError(f"vc_classes must be 1, 2, 4 or 8, not {value!r}")
-    return value
+def VoqWriteSignature(radix, queues):
+    """Beats into a port's queues, as the ingress drives them: ``word`` to queue ``queue``
+    when ``en`` (``first``: a frame's first beat, with its ``egress``); ``room[q]``: queue
+    ``q`` can take a beat this cycle (a register)."""
+    return wiring.Signature({
+        "en": Out(1), "first": Out(1),
+        # (At least one bit wide even with a single queue.)
+        "queue": Out(range(max(2, queues))), "egress": Out(range(radix)),
+        "word": Out(CountedWordLayout()),
+        "room": In(queues),
+    })
 
 
 class VoqBuffer(wiring.Component):
@@ -57,17 +50,15 @@ class VoqBuffer(wiring.Component):
 
     Members
     -------
-    w_en, w_first : In(1); w_queue : In(range(queues)); w_egress : In(range(radix))
-    w_word : In(BufferWordLayout())
-    room : Out(queues)
-        Queue ``q`` can take a beat this cycle (a register).
+    w : In(VoqWriteSignature(radix, queues))
+        Beats from the ingress, and the room of each queue.
     request : Out(radix)
     grant : In(1); grant_egress : In(range(radix))
     busy : Out(1)
         Connected (from the cycle after ``grant`` to the cycle after the last beat).
     egress_room : In(radix)
         The egress can take a beat read now (it lands there two cycles later).
-    r_valid : Out(1); r_egress : Out(range(radix)); r_word : Out(BufferWordLayout())
+    r_valid : Out(1); r_egress : Out(range(radix)); r_word : Out(CountedWordLayout())
         A beat read from the RAM, for egress ``r_egress``.
 
     Latency: a beat written in cycle *t* counts in ``request`` in *t + 1*; after ``grant`` in
@@ -77,17 +68,14 @@ class VoqBuffer(wiring.Component):
     """
     def __init__(self, *, radix, vc_classes, voq_beats, fifo=False):
         self.radix = radix
-        self.vc_classes = check_vc_classes(vc_classes)
-        self.voq_beats = check_voq_beats(voq_beats)
+        self.vc_classes = VC_CLASSES.validate("vc_classes", vc_classes)
+        self.voq_beats = VOQ_BEATS.validate("voq_beats", voq_beats)
         self.fifo = bool(fifo)
         self.queues = 1 if fifo else radix * vc_classes
         self.capacity = voq_beats * radix * vc_classes // self.queues
-        word = BufferWordLayout()
+        word = CountedWordLayout()
         super().__init__({
-            "w_en": In(1), "w_first": In(1),
-            "w_queue": In(range(max(2, self.queues))), "w_egress": In(range(radix)),
-            "w_word": In(word),
-            "room": Out(self.queues),
+            "w": In(VoqWriteSignature(radix, self.queues)),
             "request": Out(radix),
             "grant": In(1), "grant_egress": In(range(radix)),
             "busy": Out(1),
@@ -101,7 +89,7 @@ class VoqBuffer(wiring.Component):
         offset_bits = exact_log2(cap)
         queue_bits = exact_log2(queues) if queues > 1 else 0
 
-        m.submodules.ram = ram = Memory(shape=BufferWordLayout(), depth=cap * queues, init=[])
+        m.submodules.ram = ram = Memory(shape=CountedWordLayout(), depth=cap * queues, init=[])
         wport = ram.write_port()
         rport = ram.read_port()   # synchronous; address from registers only
 
@@ -112,10 +100,11 @@ class VoqBuffer(wiring.Component):
         # feed the allocator and the ingress's stall logic, which must start from registers.
         nonempty = Signal(queues)
         room = Signal(queues, init=(1 << queues) - 1)
-        m.d.comb += self.room.eq(room)
+        w = self.w
+        m.d.comb += w.room.eq(room)
 
         # --- write side -------------------------------------------------------------------
-        w_queue = self.w_queue if queues > 1 else 0
+        w_queue = w.queue if queues > 1 else 0
         w_tail = Signal(offset_bits)
         with m.Switch(w_queue):
             for q in range(queues):
@@ -123,8 +112,8 @@ class VoqBuffer(wiring.Component):
                     m.d.comb += w_tail.eq(tails[q])
         m.d.comb += [
             wport.addr.eq(Cat(w_tail, w_queue) if queue_bits else w_tail),
-            wport.data.eq(self.w_word),
-            wport.en.eq(self.w_en),
+            wport.data.eq(w.word),
+            wport.en.eq(w.en),
         ]
 
         # --- reader -----------------------------------------------------------------------
@@ -162,7 +151,7 @@ class VoqBuffer(wiring.Component):
                         m.d.sync += heads[q].eq(cur_head)
 
         for q in range(queues):
-            write_here = self.w_en & (w_queue == q)
+            write_here = w.en & (w_queue == q)
             read_here = issue & (cur_queue == q)
             with m.If(write_here):
                 m.d.sync += tails[q].eq(tails[q] + 1)
@@ -175,15 +164,16 @@ class VoqBuffer(wiring.Component):
         if self.fifo:
             # Each frame's egress, in order: the head frame alone may request (HOL blocking).
             # Frames the switch forwards have at least 2 beats, so cap / 2 entries suffice.
-            m.submodules.frames = frames = SyncFIFO(width=len(self.w_egress), depth=cap // 2)
+            m.submodules.frames = frames = SyncFIFO(width=len(w.egress), depth=cap // 2)
+            # Never full: a frame's beats take room in the queue before it is counted here.
             m.d.comb += [
-                frames.w_en.eq(self.w_en & self.w_first),
-                frames.w_data.eq(self.w_egress),
-                frames.r_en.eq(done),
+                frames.w_stream.valid.eq(w.en & w.first),
+                frames.w_stream.payload.eq(w.egress),
+                frames.r_stream.ready.eq(done),
             ]
-            head_egress = frames.r_data
+            head_egress = frames.r_stream.payload
             m.d.comb += self.request.eq(Cat(*(
-                ~busy & frames.r_rdy & (head_egress == j) for j in range(radix))))
+                ~busy & frames.r_stream.valid & (head_egress == j) for j in range(radix))))
             with m.If(self.grant):
                 m.d.sync += [busy.eq(1), cur_queue.eq(0), cur_head.eq(heads[0]),
                              self.r_egress.eq(self.grant_egress)]

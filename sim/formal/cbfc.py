@@ -293,7 +293,7 @@ class CbfcProof(Elaboratable):
 
             # Reachability.
             m.d.comb += Cover(rx.occupancy[v] == cap)
-            m.d.comb += Cover((tx.count_stall_cycles[v] != 0) & tx.granted
+            m.d.comb += Cover((tx.count.stall_cycles[v] != 0) & tx.granted
                               & (self.req_vc == v))
             m.d.comb += Cover((recovered != 0) & tx.granted & (self.req_vc == v))
             m.d.comb += Cover(tx.sent[v] < init)      # wrapped past 2^20

@@ -12,6 +12,9 @@ Written from the spec and the register map, not from the gateware: it decodes he
 
 from dataclasses import dataclass
 
+from amaranth.lib import data
+
+from ...rtl.regbus import word_value
 from ...rtl.switch import csr
 from ...rtl.wire import OEFH, Opcode, LsSize, OEFH_VERSION
 
@@ -19,6 +22,10 @@ __all__ = ["SwitchModel", "Decision", "DROP_REASONS"]
 
 #: Drop reasons, in the order the checks apply (the first that applies counts).
 DROP_REASONS = ("malformed", "spoofed", "unroutable", "partition")
+
+#: The bits of each register word that hold fields (a write's other bits are ignored).
+_WORD_MASK = {word: (1 << data.Layout.cast(word).size) - 1
+              for word in (csr.PortConfigWord, csr.RouteWord, csr.PartitionWord)}
 
 #: The switch decides on the first 8-octet beat; a frame that ends there is malformed.
 DECISION_OCTETS = 8
@@ -43,15 +50,16 @@ class SwitchModel:
     # --- register bus -----------------------------------------------------------------------
     def write(self, addr, data):
         if csr.PORT_CONFIG <= addr < csr.PORT_CONFIG + self.radix:
-            port = addr - csr.PORT_CONFIG
-            self.attached[port] = data & 0xFFF
-            self.src_check[port] = bool(data >> csr.SRC_CHECK_BIT & 1)
+            config = csr.PortConfigWord.from_bits(data & _WORD_MASK[csr.PortConfigWord])
+            self.attached[addr - csr.PORT_CONFIG] = config.attached
+            self.src_check[addr - csr.PORT_CONFIG] = bool(config.src_check)
         elif csr.ROUTE <= addr < csr.ROUTE + csr.ENDPOINT_IDS:
-            port = data & 0xF
-            valid = data >> csr.ROUTE_VALID_BIT & 1 and port < self.radix
-            self.routes[addr - csr.ROUTE] = port if valid else None
+            route = csr.RouteWord.from_bits(data & _WORD_MASK[csr.RouteWord])
+            valid = route.valid and route.port < self.radix
+            self.routes[addr - csr.ROUTE] = route.port if valid else None
         elif csr.PARTITION <= addr < csr.PARTITION + csr.ENDPOINT_IDS:
-            self.partitions[addr - csr.PARTITION] = data & ((1 << csr.PARTITION_BITS) - 1)
+            self.partitions[addr - csr.PARTITION] = csr.PartitionWord.from_bits(
+                data & _WORD_MASK[csr.PartitionWord]).partition
 
     def read(self, addr):
         """What a read of ``addr`` returns (None for write-only or unmapped words, which read
@@ -60,7 +68,8 @@ class SwitchModel:
             return csr.ID_VALUE
         if csr.PORT_CONFIG <= addr < csr.PORT_CONFIG + self.radix:
             port = addr - csr.PORT_CONFIG
-            return self.attached[port] | self.src_check[port] << csr.SRC_CHECK_BIT
+            return word_value(csr.PortConfigWord, attached=self.attached[port],
+                              src_check=int(self.src_check[port]))
         offset = addr - csr.COUNTERS
         port, index = divmod(offset, csr.COUNTER_STRIDE)
         if 0 <= offset and port < self.radix and index < len(csr.PORT_COUNTERS):

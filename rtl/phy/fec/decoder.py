@@ -25,16 +25,17 @@ from amaranth.hdl import Module, Signal, Mux, Cat, C, Array, signed
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...stream import SaturatingCounter, COUNTER_WIDTH
+from ...counters import CounterBank, Counters
+from ...params import IntRange, Param, parameters
 from .gf import SYMBOL_BITS, N, K, PARITY, T, alpha_pow, inverse, mul_const, mul_sum, mul_var
-from .symbols import (SymbolLayout, DecodedLayout, DecodeStatusLayout, beats_for,
-                      check_symbols_per_beat)
+from .symbols import SymbolLayout, DecodedLayout, DecodeStatusLayout, beats_for
 
 __all__ = ["SyndromeUnit", "KeyEquationSolver", "ChienForney", "Rs272Decoder",
-           "MAX_SYMBOLS_PER_BEAT", "CHIEN_SPEEDUP", "decoder_latency"]
+           "MAX_SYMBOLS_PER_BEAT", "DECODER_SYMBOLS", "CHIEN_SPEEDUP", "decoder_latency"]
 
 #: RiBM needs 2t + 1 cycles per codeword; a codeword lasts ceil(272/P) cycles, so P ≤ 16.
 MAX_SYMBOLS_PER_BEAT = 16
+DECODER_SYMBOLS = Param("10-bit symbols per stream beat (P)", IntRange(1, MAX_SYMBOLS_PER_BEAT))
 #: Chien positions per cycle = CHIEN_SPEEDUP × P.
 CHIEN_SPEEDUP = 2
 #: Pipeline registers of :class:`ChienForney` after its last group is evaluated.
@@ -331,6 +332,7 @@ class ChienForney(wiring.Component):
         return m
 
 
+@parameters(symbols_per_beat=DECODER_SYMBOLS)
 class Rs272Decoder(wiring.Component):
     """Correct up to 7 symbol errors per RS(272,258) codeword; report the rest.
 
@@ -359,16 +361,15 @@ class Rs272Decoder(wiring.Component):
     while ``o`` keeps up). Back-pressure on ``o`` fills the buffers, which hold enough
     codewords to cover the latency; then ``i.ready`` drops at a codeword boundary.
     """
+    COUNTERS = ("corrected_symbols", "corrected_codewords", "uncorrectable_codewords",
+                "framing_errors")
+
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat,
-                                                       maximum=MAX_SYMBOLS_PER_BEAT)
+        self.symbols_per_beat = symbols_per_beat
         super().__init__({
             "i": In(stream.Signature(SymbolLayout(symbols_per_beat))),
             "o": Out(stream.Signature(DecodedLayout(symbols_per_beat))),
-            "count_corrected_symbols": Out(COUNTER_WIDTH),
-            "count_corrected_codewords": Out(COUNTER_WIDTH),
-            "count_uncorrectable_codewords": Out(COUNTER_WIDTH),
-            "count_framing_errors": Out(COUNTER_WIDTH),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     @property
@@ -391,11 +392,7 @@ class Rs272Decoder(wiring.Component):
         m.submodules.chien = chien = ChienForney(Q)
         assert chien.groups + CHIEN_PIPELINE + 1 <= in_beats, "Chien scan too slow for P"
 
-        counters = {name: SaturatingCounter(name) for name in (
-            "count_corrected_symbols", "count_corrected_codewords",
-            "count_uncorrectable_codewords", "count_framing_errors")}
-        for name, counter in counters.items():
-            m.d.comb += getattr(self, name).eq(counter.value)
+        counters = CounterBank(m, self.count)
 
         # Message buffer: the received message beats of up to `slots` codewords, in order.
         depth = slots * out_beats
@@ -432,7 +429,7 @@ class Rs272Decoder(wiring.Component):
         ]
         m.d.sync += in_flight.eq(in_flight + starting - finishing)
         with m.If(self.i.valid & self.i.ready):
-            counters["count_framing_errors"].increment(m, self.i.payload.last != last_beat)
+            counters["framing_errors"].increment(m, self.i.payload.last != last_beat)
             m.d.sync += in_index.eq(Mux(last_beat, 0, in_index + 1))
             with m.If(in_index < out_beats):
                 m.d.sync += write_addr.eq(Mux(write_addr == depth - 1, 0, write_addr + 1))
@@ -453,10 +450,10 @@ class Rs272Decoder(wiring.Component):
         with m.If(chien.done):
             m.d.sync += pattern_base.eq(Mux(pattern_base == (slots - 1) * pattern_rows, 0,
                                             pattern_base + pattern_rows))
-            counters["count_uncorrectable_codewords"].increment(m, chien.uncorrectable)
-            counters["count_corrected_codewords"].increment(
+            counters["uncorrectable_codewords"].increment(m, chien.uncorrectable)
+            counters["corrected_codewords"].increment(
                 m, ~chien.uncorrectable & (chien.corrected != 0))
-            counters["count_corrected_symbols"].add(m, chien.corrected, ~chien.uncorrectable)
+            counters["corrected_symbols"].add(m, chien.corrected, ~chien.uncorrectable)
 
         # Output: read both buffers one beat ahead; the XOR of the two is the corrected beat.
         out_index = Signal(range(out_beats))

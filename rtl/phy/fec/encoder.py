@@ -8,9 +8,10 @@ from amaranth.hdl import Module, Signal, Cat, C
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...stream import SaturatingCounter, COUNTER_WIDTH
+from ...counters import CounterBank, Counters
+from ...params import parameters
 from .gf import SYMBOL_BITS, N, K, PARITY, generator_poly, mul_forms, linear_map
-from .symbols import SymbolLayout, beats_for, check_symbols_per_beat
+from .symbols import SymbolLayout, beats_for, SYMBOLS_PER_BEAT
 
 __all__ = ["Rs272Encoder"]
 
@@ -38,6 +39,7 @@ def _update_rows(symbols):
     return [form for symbol in state for form in symbol]
 
 
+@parameters(symbols_per_beat=SYMBOLS_PER_BEAT)
 class Rs272Encoder(wiring.Component):
     """Append the 14 parity symbols of RS(272,258) to each 258-symbol message.
 
@@ -65,8 +67,8 @@ class Rs272Encoder(wiring.Component):
         Messages.
     o : Out(stream.Signature(SymbolLayout(P)))
         Codewords.
-    count_framing_errors : Out(32)
-        Beats whose ``last`` disagrees with the beat count (the encoder keeps counting beats:
+    count : Out(Counters)
+        ``framing_errors``: beats whose ``last`` disagrees with the beat count (the encoder keeps counting beats:
         a message is always ``ceil(258/P)`` beats).
 
     Latency: 1 cycle from a beat on ``i`` to the same symbols on ``o`` (first symbol in → first
@@ -77,12 +79,12 @@ class Rs272Encoder(wiring.Component):
     follows ``o.ready`` combinationally.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         layout = SymbolLayout(symbols_per_beat)
         super().__init__({
             "i": In(stream.Signature(layout)),
             "o": Out(stream.Signature(layout)),
-            "count_framing_errors": Out(COUNTER_WIDTH),
+            "count": Out(Counters(["framing_errors"])),
         })
 
     def elaborate(self, platform):
@@ -92,8 +94,7 @@ class Rs272Encoder(wiring.Component):
         tail = K - (in_beats - 1) * P            # message symbols in the last input beat
         parity_beats = out_beats - in_beats      # beats of parity only
 
-        framing = SaturatingCounter("count_framing_errors")
-        m.d.comb += self.count_framing_errors.eq(framing.value)
+        framing = CounterBank(m, self.count).framing_errors
 
         remainder = [Signal(SYMBOL_BITS, name=f"r{k}") for k in range(PARITY)]
         # The previous beat's last P − tail symbols, absorbed in front of this beat's first

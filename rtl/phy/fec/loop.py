@@ -9,28 +9,19 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...stream import COUNTER_WIDTH
-from ..channel import LinkChannel, BURST_LENGTH_BITS
-from .decoder import Rs272Decoder, MAX_SYMBOLS_PER_BEAT
+from ...compose import forward
+from ...counters import Counters
+from ...params import parameters
+from ..channel import LinkChannel, DELAY, channel_controls
+from .decoder import Rs272Decoder, DECODER_SYMBOLS
 from .encoder import Rs272Encoder
 from .gf import SYMBOL_BITS
-from .symbols import SymbolLayout, DecodedLayout, check_symbols_per_beat
+from .symbols import SymbolLayout, DecodedLayout
 
-__all__ = ["FecChannelLoop", "CHANNEL_CONTROLS", "channel_members", "connect_line"]
+__all__ = ["FecChannelLoop", "connect_line"]
 
-_DECODER_COUNTERS = ("count_corrected_symbols", "count_corrected_codewords",
-                     "count_uncorrectable_codewords")
-_CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_overruns")
-#: The channel's run-time controls and their shapes, forwarded by the blocks that contain one.
-CHANNEL_CONTROLS = {"error_threshold": 32, "burst_length": BURST_LENGTH_BITS, "burst": 1,
-                    "link_up": 1, "seed": 32, "reseed": 1}
-
-
-def channel_members(counters):
-    """Signature members that forward a channel's controls and the named counters."""
-    members = {name: In(shape) for name, shape in CHANNEL_CONTROLS.items()}
-    members.update({name: Out(COUNTER_WIDTH) for name in counters})
-    return members
+_DECODER_COUNTERS = ("corrected_symbols", "corrected_codewords", "uncorrectable_codewords")
+_CHANNEL_COUNTERS = ("flipped_bits", "errored_beats", "overruns")
 
 
 def connect_line(m, outer, channel, source, sink, delay):
@@ -46,10 +37,10 @@ def connect_line(m, outer, channel, source, sink, delay):
         channel.o.ready.eq(sink.ready),
         channel.delay.eq(delay),
     ]
-    for name in CHANNEL_CONTROLS:
-        m.d.comb += getattr(channel, name).eq(getattr(outer, name))
+    forward(m, outer, channel, channel_controls())
 
 
+@parameters(symbols_per_beat=DECODER_SYMBOLS, delay=DELAY)
 class FecChannelLoop(wiring.Component):
     """Messages in, encoded, sent over a :class:`~ethlink.rtl.phy.channel.LinkChannel` of
     ``delay`` cycles, decoded, messages out with the decoder's verdict.
@@ -61,8 +52,8 @@ class FecChannelLoop(wiring.Component):
     o : Out(stream.Signature(DecodedLayout(P)))
         Decoded messages (``user``: uncorrectable, corrected).
     error_threshold, burst_length, burst, link_up, seed, reseed : In
-        The channel's controls (see :class:`LinkChannel`).
-    count_* : Out(32)
+        The channel's controls (:func:`~ethlink.rtl.phy.channel.channel_controls`).
+    count : Out(Counters)
         The decoder's corrected symbols, corrected and uncorrectable codewords; the channel's
         flipped bits, errored beats and overruns (beats the decoder could not take).
 
@@ -70,13 +61,13 @@ class FecChannelLoop(wiring.Component):
     first symbol out. Throughput: one message every ``ceil(272/P)`` cycles.
     """
     def __init__(self, symbols_per_beat=8, delay=4):
-        self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat,
-                                                       maximum=MAX_SYMBOLS_PER_BEAT)
+        self.symbols_per_beat = symbols_per_beat
         self.delay = delay
         super().__init__({
             "i": In(stream.Signature(SymbolLayout(symbols_per_beat))),
             "o": Out(stream.Signature(DecodedLayout(symbols_per_beat))),
-            **channel_members(_DECODER_COUNTERS + _CHANNEL_COUNTERS),
+            **channel_controls(),
+            "count": Out(Counters(_DECODER_COUNTERS + _CHANNEL_COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -89,8 +80,6 @@ class FecChannelLoop(wiring.Component):
         wiring.connect(m, wiring.flipped(self.i), encoder.i)
         connect_line(m, self, channel, encoder.o, decoder.i, self.delay)
         wiring.connect(m, decoder.o, wiring.flipped(self.o))
-        for name in _DECODER_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(decoder, name))
-        for name in _CHANNEL_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(channel, name))
+        forward(m, self.count, decoder.count, Counters(_DECODER_COUNTERS))
+        forward(m, self.count, channel.count, Counters(_CHANNEL_COUNTERS))
         return m

@@ -9,33 +9,34 @@ from amaranth.hdl import Module, Cat, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...stream import COUNTER_WIDTH
+from ...compose import forward
+from ...counters import Counters
+from ...params import IntRange, Param, parameters
 from ...wire import XgmiiWordLayout
-from ..channel import LinkChannel
+from ..channel import LinkChannel, DELAY, channel_controls
 from .decoder import Rs272Decoder, MAX_SYMBOLS_PER_BEAT
 from .encoder import Rs272Encoder
 from .gf import SYMBOL_BITS
-from .loop import channel_members, connect_line
+from .loop import connect_line
 from .symbols import SymbolLayout
 from .transcoder import XgmiiToSymbols, SymbolsToXgmii
 
-__all__ = ["FecTransmitter", "FecReceiver", "FecSublayer", "FecLink", "check_line_symbols"]
+__all__ = ["FecTransmitter", "FecReceiver", "FecSublayer", "FecLink", "LINE_SYMBOLS"]
 
 _XGMII_BITS = 72        # 64 data + 8 control flags
-_SUBLAYER_COUNTERS = ("count_corrected_symbols", "count_corrected_codewords",
-                      "count_uncorrectable_codewords", "count_tx_error_words",
-                      "count_rx_unknown_types", "count_rx_framing_errors")
+
+#: A line beat must hold one XGMII word in bypass (10P ≥ 72) and the FEC must keep up with
+#: one word per cycle (P ≥ 7): P = 8 … 16.
+LINE_SYMBOLS = Param("10-bit symbols per line beat (P; a bypassed XGMII word is 72 bits)",
+                     IntRange(8, MAX_SYMBOLS_PER_BEAT))
+_TX_COUNTERS = ("tx_error_words",)
+_RX_COUNTERS = ("corrected_symbols", "corrected_codewords", "uncorrectable_codewords",
+                "rx_unknown_types", "rx_framing_errors")
+#: The channel's counters a FEC link shows (not ``bursts``).
+_CHANNEL_COUNTERS = ("flipped_bits", "errored_beats", "lost", "overruns")
 
 
-def check_line_symbols(symbols):
-    """A line beat must hold one XGMII word in bypass (10P ≥ 72) and the FEC must keep up with
-    one word per cycle (P ≥ 7): P = 8 … 16."""
-    if not isinstance(symbols, int) or not 8 <= symbols <= MAX_SYMBOLS_PER_BEAT:
-        raise ValueError(f"the FEC sublayer needs 8 to {MAX_SYMBOLS_PER_BEAT} symbols per line "
-                         f"beat (a bypassed XGMII word is 72 bits), not {symbols!r}")
-    return symbols
-
-
+@parameters(symbols_per_beat=LINE_SYMBOLS)
 class FecTransmitter(wiring.Component):
     """TX half of the FEC sublayer: every 40 words on ``tx`` become one 258-symbol message
     (:class:`XgmiiToSymbols`) and one RS(272,258) codeword (:class:`Rs272Encoder`) of
@@ -47,12 +48,12 @@ class FecTransmitter(wiring.Component):
     first beat) + encoder (1). Throughput: one word per cycle.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_line_symbols(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         super().__init__({
             "tx": In(stream.Signature(XgmiiWordLayout())),
             "line": Out(stream.Signature(SymbolLayout(symbols_per_beat))),
             "bypass": In(1),
-            "count_tx_error_words": Out(COUNTER_WIDTH),
+            "count": Out(Counters(_TX_COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -71,11 +72,12 @@ class FecTransmitter(wiring.Component):
             self.line.payload.last.eq(Mux(bypass, 1, encoder.o.payload.last)),
             self.line.payload.data.eq(Mux(bypass, Cat(self.tx.payload.data, self.tx.payload.ctrl),
                                           encoder.o.payload.data)),
-            self.count_tx_error_words.eq(code.count_error_words),
+            self.count.tx_error_words.eq(code.count.error_words),
         ]
         return m
 
 
+@parameters(symbols_per_beat=LINE_SYMBOLS)
 class FecReceiver(wiring.Component):
     """RX half of the FEC sublayer: codewords on ``line`` are decoded (:class:`Rs272Decoder`)
     and turned back into 40 words each on ``rx`` (:class:`SymbolsToXgmii`); an uncorrectable
@@ -86,16 +88,12 @@ class FecReceiver(wiring.Component):
     message's first beat to its first word). Throughput: one word per cycle.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_line_symbols(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         super().__init__({
             "line": In(stream.Signature(SymbolLayout(symbols_per_beat))),
             "rx": Out(stream.Signature(XgmiiWordLayout())),
             "bypass": In(1),
-            "count_corrected_symbols": Out(COUNTER_WIDTH),
-            "count_corrected_codewords": Out(COUNTER_WIDTH),
-            "count_uncorrectable_codewords": Out(COUNTER_WIDTH),
-            "count_rx_unknown_types": Out(COUNTER_WIDTH),
-            "count_rx_framing_errors": Out(COUNTER_WIDTH),
+            "count": Out(Counters(_RX_COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -115,18 +113,19 @@ class FecReceiver(wiring.Component):
                                         code.o.payload.data)),
             self.rx.payload.ctrl.eq(Mux(bypass, self.line.payload.data[64:_XGMII_BITS],
                                         code.o.payload.ctrl)),
-            self.count_corrected_symbols.eq(decoder.count_corrected_symbols),
-            self.count_corrected_codewords.eq(decoder.count_corrected_codewords),
-            self.count_uncorrectable_codewords.eq(decoder.count_uncorrectable_codewords),
-            self.count_rx_unknown_types.eq(code.count_unknown_types),
+            self.count.corrected_symbols.eq(decoder.count.corrected_symbols),
+            self.count.corrected_codewords.eq(decoder.count.corrected_codewords),
+            self.count.uncorrectable_codewords.eq(decoder.count.uncorrectable_codewords),
+            self.count.rx_unknown_types.eq(code.count.unknown_types),
             # Both frame by counting; a bad `last` at the decoder never reaches the
             # transcoder (the decoder emits whole messages), so the sum counts each once.
-            self.count_rx_framing_errors.eq(decoder.count_framing_errors
-                                            + code.count_framing_errors),
+            self.count.rx_framing_errors.eq(decoder.count.framing_errors
+                                            + code.count.framing_errors),
         ]
         return m
 
 
+@parameters(symbols_per_beat=LINE_SYMBOLS)
 class FecSublayer(wiring.Component):
     """One link end's FEC sublayer (spec §6): :class:`FecTransmitter` from ``tx`` to
     ``line_tx`` and :class:`FecReceiver` from ``line_rx`` to ``rx``, with one ``bypass``
@@ -137,7 +136,7 @@ class FecSublayer(wiring.Component):
     errors.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_line_symbols(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         line = SymbolLayout(symbols_per_beat)
         super().__init__({
             "tx": In(stream.Signature(XgmiiWordLayout())),
@@ -145,7 +144,7 @@ class FecSublayer(wiring.Component):
             "line_rx": In(stream.Signature(line)),
             "rx": Out(stream.Signature(XgmiiWordLayout())),
             "bypass": In(1),
-            **{name: Out(COUNTER_WIDTH) for name in _SUBLAYER_COUNTERS},
+            "count": Out(Counters(_TX_COUNTERS + _RX_COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -157,15 +156,13 @@ class FecSublayer(wiring.Component):
         wiring.connect(m, wiring.flipped(self.line_rx), receiver.line)
         wiring.connect(m, receiver.rx, wiring.flipped(self.rx))
         m.d.comb += [transmitter.bypass.eq(self.bypass), receiver.bypass.eq(self.bypass)]
-        for name in _SUBLAYER_COUNTERS:
-            half = transmitter if name == "count_tx_error_words" else receiver
-            m.d.comb += getattr(self, name).eq(getattr(half, name))
+        forward(m, self.count, transmitter.count)
+        forward(m, self.count, receiver.count)
         return m
 
 
-_CHANNEL_COUNTERS = ("count_flipped_bits", "count_errored_beats", "count_lost", "count_overruns")
 
-
+@parameters(symbols_per_beat=LINE_SYMBOLS, delay=DELAY)
 class FecLink(wiring.Component):
     """One direction of an FEC link: :class:`FecTransmitter`, a
     :class:`~ethlink.rtl.phy.channel.LinkChannel` of ``delay`` cycles, :class:`FecReceiver`.
@@ -177,22 +174,23 @@ class FecLink(wiring.Component):
     bypass : In(1)
         Both ends bypass the FEC.
     error_threshold, burst_length, burst, link_up, seed, reseed : In
-        The channel's controls.
-    count_* : Out(32)
-        The receiver's counters (``count_tx_error_words`` from the transmitter);
-        the channel's flipped bits, errored beats, lost beats (line down) and overruns.
+        The channel's controls (:func:`~ethlink.rtl.phy.channel.channel_controls`).
+    count : Out(Counters)
+        The receiver's counters (``tx_error_words`` from the transmitter); the channel's
+        flipped bits, errored beats, lost beats (line down) and overruns.
 
     Latency: sublayer TX + ``delay`` + sublayer RX; measured by its test and reported in
     docs/fec.md. Throughput: one word per cycle.
     """
     def __init__(self, symbols_per_beat=8, delay=4):
-        self.symbols_per_beat = check_line_symbols(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         self.delay = delay
         super().__init__({
             "tx": In(stream.Signature(XgmiiWordLayout())),
             "rx": Out(stream.Signature(XgmiiWordLayout())),
             "bypass": In(1),
-            **channel_members(_SUBLAYER_COUNTERS + _CHANNEL_COUNTERS),
+            **channel_controls(),
+            "count": Out(Counters(_TX_COUNTERS + _RX_COUNTERS + _CHANNEL_COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -206,9 +204,7 @@ class FecLink(wiring.Component):
         wiring.connect(m, receiver.rx, wiring.flipped(self.rx))
         connect_line(m, self, channel, sender.line, receiver.line, self.delay)
         m.d.comb += [sender.bypass.eq(self.bypass), receiver.bypass.eq(self.bypass)]
-        for name in _SUBLAYER_COUNTERS:
-            source = sender if name == "count_tx_error_words" else receiver
-            m.d.comb += getattr(self, name).eq(getattr(source, name))
-        for name in _CHANNEL_COUNTERS:
-            m.d.comb += getattr(self, name).eq(getattr(channel, name))
+        forward(m, self.count, sender.count)
+        forward(m, self.count, receiver.count)
+        forward(m, self.count, channel.count, Counters(_CHANNEL_COUNTERS))
         return m

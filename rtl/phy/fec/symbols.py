@@ -7,17 +7,15 @@ past the end of a codeword's last beat are zero.
 
 from amaranth.lib import data
 
+from ...params import IntRange, Param
 from .gf import SYMBOL_BITS
 
 __all__ = ["SymbolLayout", "DecodedLayout", "DecodeStatusLayout", "beats_for",
-           "check_symbols_per_beat"]
+           "SYMBOLS_PER_BEAT", "MAX_SYMBOLS"]
 
-
-def check_symbols_per_beat(symbols, maximum=32):
-    if not isinstance(symbols, int) or not 1 <= symbols <= maximum:
-        raise ValueError(f"symbols_per_beat must be an integer from 1 to {maximum}, "
-                         f"not {symbols!r}")
-    return symbols
+#: The widest symbol stream the blocks are built for.
+MAX_SYMBOLS = 32
+SYMBOLS_PER_BEAT = Param("10-bit symbols per stream beat (P)", IntRange(1, MAX_SYMBOLS))
 
 
 def beats_for(symbols, per_beat):
@@ -32,7 +30,7 @@ class SymbolLayout(data.StructLayout):
     a codeword's last beat are zero (spec §12).
     """
     def __init__(self, symbols):
-        self.symbols = check_symbols_per_beat(symbols)
+        self.symbols = SYMBOLS_PER_BEAT.validate("symbols_per_beat", symbols)
         super().__init__({"data": SYMBOL_BITS * symbols, "last": 1})
 
 
@@ -48,6 +46,6 @@ class DecodedLayout(data.StructLayout):
     """One beat of a decoded message: P message symbols, ``last``, and the codeword's
     :class:`DecodeStatusLayout` in ``user``."""
     def __init__(self, symbols):
-        self.symbols = check_symbols_per_beat(symbols)
+        self.symbols = SYMBOLS_PER_BEAT.validate("symbols_per_beat", symbols)
         super().__init__({"data": SYMBOL_BITS * symbols, "last": 1,
                           "user": DecodeStatusLayout()})

@@ -23,10 +23,11 @@ from amaranth.hdl import Module, Signal, Cat, C, Const, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ...stream import SaturatingCounter, COUNTER_WIDTH
+from ...counters import CounterBank, Counters
+from ...params import parameters
 from ...wire import FecWordType, XgmiiControl, XgmiiWordLayout
 from .gf import K, SYMBOL_BITS
-from .symbols import DecodedLayout, SymbolLayout, beats_for, check_symbols_per_beat
+from .symbols import DecodedLayout, SymbolLayout, beats_for, SYMBOLS_PER_BEAT
 
 __all__ = ["XgmiiToSymbols", "SymbolsToXgmii", "WordCoder", "WordDecoder"]
 
@@ -219,6 +220,7 @@ class WordDecoder(wiring.Component):
         return m
 
 
+@parameters(symbols_per_beat=SYMBOLS_PER_BEAT)
 class XgmiiToSymbols(wiring.Component):
     """Transcode XGMII words into RS(272,258) messages: 40 words → 258 symbols.
 
@@ -239,8 +241,8 @@ class XgmiiToSymbols(wiring.Component):
         XGMII words.
     o : Out(stream.Signature(SymbolLayout(P)))
         Messages for the RS(272,258) encoder.
-    count_error_words : Out(32)
-        Words sent as ERROR because they fit no type (``/E/`` anywhere included).
+    count : Out(Counters)
+        ``error_words``: words sent as ERROR because they fit no type (``/E/`` anywhere included).
 
     Latency: a beat is valid 3 cycles after the word that completes the last block it
     carries (pack, then load ``o``), if the beats before it are out: from idle, a message's
@@ -253,11 +255,11 @@ class XgmiiToSymbols(wiring.Component):
     waits. ``i.ready`` and ``o.valid`` depend on registers only; ``o`` is a register.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         super().__init__({
             "i": In(stream.Signature(XgmiiWordLayout())),
             "o": Out(stream.Signature(SymbolLayout(symbols_per_beat))),
-            "count_error_words": Out(COUNTER_WIDTH),
+            "count": Out(Counters(["error_words"])),
         })
 
     def elaborate(self, platform):
@@ -267,8 +269,7 @@ class XgmiiToSymbols(wiring.Component):
         beats = len(table)
         ring = _ring_slots(max(last - first + 1 for first, last in table))
 
-        errors = SaturatingCounter("count_error_words")
-        m.d.comb += self.count_error_words.eq(errors.value)
+        errors = CounterBank(m, self.count).error_words
 
         # --- words → fields, held until the block is complete --------------------------------
         m.submodules.coder = coder = WordCoder()
@@ -358,6 +359,7 @@ class XgmiiToSymbols(wiring.Component):
         return block
 
 
+@parameters(symbols_per_beat=SYMBOLS_PER_BEAT)
 class SymbolsToXgmii(wiring.Component):
     """Transcode RS(272,258) messages back into XGMII words: 258 symbols → 40 words.
 
@@ -383,13 +385,11 @@ class SymbolsToXgmii(wiring.Component):
         Decoded messages.
     o : Out(stream.Signature(XgmiiWordLayout))
         XGMII words.
-    count_unknown_types : Out(32)
-        Words turned into ``/E/`` because their type code is unused or their block header is
-        invalid (not counted inside an uncorrectable codeword).
-    count_uncorrectable : Out(32)
-        Codewords flagged uncorrectable, whose 40 words became ``/E/``.
-    count_framing_errors : Out(32)
-        Beats whose ``last`` disagrees with the beat count.
+    count : Out(Counters)
+        ``unknown_types``: words turned into ``/E/`` because their type code is unused or
+        their block header is invalid (not counted inside an uncorrectable codeword);
+        ``uncorrectable``: codewords flagged uncorrectable, whose 40 words became ``/E/``;
+        ``framing_errors``: beats whose ``last`` disagrees with the beat count.
 
     Latency: from idle, a message's first word is valid 3 + ``floor(256/(10P))`` cycles after
     its first beat (P = 8: 6 cycles): a block's first word is valid 3 cycles after the beat that
@@ -401,13 +401,11 @@ class SymbolsToXgmii(wiring.Component):
     on registers only; ``o`` is a register.
     """
     def __init__(self, symbols_per_beat=8):
-        self.symbols_per_beat = check_symbols_per_beat(symbols_per_beat)
+        self.symbols_per_beat = symbols_per_beat
         super().__init__({
             "i": In(stream.Signature(DecodedLayout(symbols_per_beat))),
             "o": Out(stream.Signature(XgmiiWordLayout())),
-            "count_unknown_types": Out(COUNTER_WIDTH),
-            "count_uncorrectable": Out(COUNTER_WIDTH),
-            "count_framing_errors": Out(COUNTER_WIDTH),
+            "count": Out(Counters(("unknown_types", "uncorrectable", "framing_errors"))),
         })
 
     def elaborate(self, platform):
@@ -421,12 +419,9 @@ class SymbolsToXgmii(wiring.Component):
         # for block j to be unpacked, at the latest as block j - 1's last word goes out.
         ring = _ring_slots(max(last - first + 1 for first, last in table))
 
-        unknown = SaturatingCounter("count_unknown_types")
-        uncorrectable = SaturatingCounter("count_uncorrectable")
-        framing = SaturatingCounter("count_framing_errors")
-        m.d.comb += [self.count_unknown_types.eq(unknown.value),
-                     self.count_uncorrectable.eq(uncorrectable.value),
-                     self.count_framing_errors.eq(framing.value)]
+        counters = CounterBank(m, self.count)
+        unknown, uncorrectable = counters.unknown_types, counters.uncorrectable
+        framing = counters.framing_errors
 
         slots = [Signal(BLOCK_BITS, name=f"slot{s}") for s in range(ring)]
         bad = Signal(ring)                    # per slot: its codeword was uncorrectable

@@ -1,0 +1,80 @@
+"""Frame buffers in block RAM, shared by the blocks that hold whole frames of the 8-octet
+datapath: the LLR's replay and receive buffers, CBFC's queues, the switch's VOQs.
+
+* :class:`FrameWordLayout` — a stored beat with its ``keep`` mask (73 bits), for buffers read
+  straight back onto a packet stream (:func:`read_committed`);
+* :class:`CountedWordLayout` — a stored beat with ``keep`` as a count (69 bits, so one word
+  fits a 72-bit block RAM row), for the switch's queues, whose RAM is the largest of all;
+* :data:`MAX_FRAME_WORDS`, and the sizes a buffer may have (:data:`FRAME_BUFFER_OCTETS`,
+  :data:`FRAME_QUEUE_OCTETS`).
+"""
+
+from amaranth.hdl import Signal
+from amaranth.lib import data
+from amaranth.hdl import unsigned
+
+from .params import Param, PowerOfTwo
+from .wire import MAX_BODY_OCTETS
+
+__all__ = ["BEAT_OCTETS", "MAX_FRAME_WORDS", "FrameWordLayout", "CountedWordLayout",
+           "read_committed", "FRAME_BUFFER_OCTETS", "FRAME_QUEUE_OCTETS", "MIN_QUEUE_OCTETS"]
+
+#: Octets of a stored word: the link layer's beat, one XGMII word of frame octets.
+BEAT_OCTETS = 8
+#: Words of the longest frame body (spec §3: 2048 + 22 octets).
+MAX_FRAME_WORDS = -(-MAX_BODY_OCTETS // BEAT_OCTETS)
+#: The smallest frame queue: the power of two of octets above a longest frame.
+MIN_QUEUE_OCTETS = 1 << (MAX_FRAME_WORDS * BEAT_OCTETS).bit_length()
+
+#: A buffer that holds at least two longest frames (the LLR's: one being sent or received
+#: while the other waits).
+FRAME_BUFFER_OCTETS = Param("frame buffer in octets (at least two longest frames)",
+                            PowerOfTwo(2 * MIN_QUEUE_OCTETS, 1 << 20))
+#: A queue that holds at least one longest frame (CBFC's per-VC queues and buffers).
+FRAME_QUEUE_OCTETS = Param("frame queue in octets (at least one longest frame)",
+                           PowerOfTwo(MIN_QUEUE_OCTETS, 1 << 20))
+
+
+class FrameWordLayout(data.StructLayout):
+    """One stored word of a frame: 8 body octets, ``keep`` and ``last``."""
+    def __init__(self):
+        super().__init__({"data": unsigned(8 * BEAT_OCTETS), "keep": unsigned(BEAT_OCTETS),
+                          "last": unsigned(1)})
+
+
+class CountedWordLayout(data.StructLayout):
+    """One stored word of a frame with its valid octets as a count (lane 0 up), and the
+    frame's last-word flag: 69 bits, one 72-bit block RAM row."""
+    def __init__(self):
+        super().__init__({"data": unsigned(8 * BEAT_OCTETS),
+                          "count": range(BEAT_OCTETS + 1), "last": unsigned(1)})
+
+
+def read_committed(m, rd, rd_ptr, commit, o):
+    """Stream the committed words of a frame buffer out on packet stream ``o``.
+
+    ``rd`` is the buffer's (synchronous) read port of :class:`FrameWordLayout` words,
+    ``rd_ptr`` the read pointer (one bit wider than the address) and ``commit`` the end of the
+    committed words. One output register holds the word read; a word is read whenever that
+    register is empty or being taken, so ``o`` carries one beat per cycle while words are
+    committed and ``ready`` is high. ``first`` is rebuilt from ``last``. Returns the strobe of a
+    frame's last beat leaving."""
+    out_valid = Signal()
+    out_first = Signal(init=1)
+    advance = ~out_valid | o.ready
+    read = advance & (rd_ptr != commit)
+    m.d.comb += [rd.addr.eq(rd_ptr[:len(rd.addr)]), rd.en.eq(advance)]
+    with m.If(advance):
+        m.d.sync += out_valid.eq(read)
+    with m.If(read):
+        m.d.sync += rd_ptr.eq(rd_ptr + 1)
+    with m.If(o.valid & o.ready):
+        m.d.sync += out_first.eq(o.payload.last)
+    m.d.comb += [
+        o.valid.eq(out_valid),
+        o.payload.data.eq(rd.data.data),
+        o.payload.keep.eq(rd.data.keep),
+        o.payload.last.eq(rd.data.last),
+        o.payload.first.eq(out_first),
+    ]
+    return o.valid & o.ready & o.payload.last
