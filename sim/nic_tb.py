@@ -16,13 +16,13 @@ from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequestLayout
 from ethlink.rtl.nic.nic import Nic, NIC_VCS
 from ethlink.rtl.nic.rdma_requester import RdmaCommandLayout
 from ethlink.rtl.wire import LsSize, Opcode, Status, XgmiiControl, lanes_to_value
-from ethlink.sim.link_tb import set_ber
+from ethlink.sim.link_tb import setup_line
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
 from ethlink.sim.models.path import ls_entropy, select_port
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, run_command
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import TransferLog, axis_sink, axis_source, pauses, start, wait_idle
+from ethlink.sim.tb import Ports, TransferLog, axis_sink, axis_source, pauses, start, wait_idle
 
 __all__ = ["csr_write", "csr_read", "axi_ram", "attach_memory", "setup", "program_windows",
            "open_memory", "ValidLog", "request_octets", "command_octets", "completion",
@@ -241,11 +241,7 @@ class NicPairSides:
             getattr(dut, f"{name}_p{p}_rx_credits").value = credits
         for p in range(self.ports):
             for n, direction in enumerate(("ab", "ba")):
-                line = f"{direction}{p}"
-                set_ber(dut, line, ber)
-                for control, value in (("burst_length", 0), ("burst", 0), ("link_up", 1),
-                                       ("seed", 2 * (2 * p + n) + 1), ("reseed", 0)):
-                    getattr(dut, f"{line}_{control}").value = value
+                setup_line(Ports(dut, f"{direction}{p}_"), ber, seed=2 * (2 * p + n) + 1)
         if hasattr(dut, "fec_bypass"):
             dut.fec_bypass.value = 0
         self.counter = await start(dut)
