@@ -42,7 +42,8 @@ from ethlink.sim.models.nic import Window
 from ethlink.sim.nic_pair_scenarios import probe_latency, run_link_loss
 from ethlink.sim.nic_pair_tb import (NicPairTB, PAIR_PARAMS, RdmaAreas, nic_params,
                                      random_requests, run_rdma)
-from ethlink.sim.nic_tb import command_octets, lcw_tdata
+from ethlink.sim.link_tb import lcw_tdata
+from ethlink.sim.nic_tb import command_octets
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import wait_idle
 

@@ -15,7 +15,8 @@ from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from ethlink.rtl.link.llr_tx import TxState
-from ethlink.rtl.wire import LLR_PAYLOAD, LcwType
+from ethlink.rtl.link.layouts import LcwLayout
+from ethlink.rtl.wire import LLR_PAYLOAD, LcwType, lanes_to_value
 from ethlink.sim.models.mac import RxFrame, RxLcw, decode_xgmii, frame_words, lcw_word
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 
@@ -23,7 +24,7 @@ from ethlink.sim.models.channel import threshold_for_ber
 from ethlink.sim.tb import TB, Ports, axis_sink, axis_source
 
 __all__ = ["LINE_BITS", "SEQ_MOD", "tagged_body", "Scoreboard", "Direction", "set_ber",
-           "setup_line", "LinkPairTB", "Partner", "seq_of", "LinkEndTB"]
+           "setup_line", "LinkPairTB", "lcw_tdata", "Partner", "seq_of", "LinkEndTB"]
 
 #: Bits of one XGMII word on the line (64 data + 8 control flags), the channel's width.
 LINE_BITS = 72
@@ -116,6 +117,12 @@ class Direction:
 
     def delivered(self):
         return len(set(self.score.received))
+
+
+def lcw_tdata(lcw_type, payload):
+    """``tdata`` of an LCW stream beat: the LcwLayout value (type in bits 7:0, P above) in the
+    export's lane order."""
+    return lanes_to_value(lcw_type | payload << 8, LcwLayout().size // 8)
 
 
 def set_ber(line, ber, width=LINE_BITS, injectors=4):

@@ -10,17 +10,16 @@ from typing import NamedTuple, Optional
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam, AxiStreamFrame
 
-from ethlink.rtl.link.layouts import LcwLayout
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequestLayout
 from ethlink.rtl.nic.rdma_requester import RdmaCommandLayout
-from ethlink.rtl.wire import LsSize, Opcode, Status, lanes_to_value
+from ethlink.rtl.wire import LsSize, Opcode, Status
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, LsTargetModel, Window
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TB, Ports, TransferLog, ValidLog, axis_sink, axis_source, pauses
 
-__all__ = ["LsRequest", "Completion", "Answer", "command_octets", "lcw_tdata", "CsrBus",
+__all__ = ["LsRequest", "Completion", "Answer", "command_octets", "CsrBus",
            "axi_ram", "gpu_memory", "memory_lines", "LsMemoryTB", "LsTargetTB", "LsLoopbackTB"]
 
 
@@ -82,12 +81,6 @@ def command_octets(cmd):
                           "remote": cmd.remote, "local": cmd.local,
                           "length": cmd.length}).as_value().value
     return value.to_bytes(layout.size // 8, "big")
-
-
-def lcw_tdata(lcw_type, payload):
-    """``tdata`` of an LCW stream beat: the LcwLayout value (type in bits 7:0, P above) in the
-    export's lane order."""
-    return lanes_to_value(lcw_type | payload << 8, LcwLayout().size // 8)
 
 
 class CsrBus:
