@@ -54,7 +54,7 @@ async def probe_latency(pair, store=False, tag=0):
     ab = pair.line("ab", port)
     tx_starts = XgmiiStarts(ab.sub("tap_tx"), dut.clk, counter)
     rx_starts = XgmiiStarts(ab.sub("tap_rx"), dut.clk, counter)
-    issued = ValidLog(b.ports[f"m_axi_{'aw' if store else 'ar'}valid"], dut.clk, counter)
+    issued = ValidLog(b.io[f"m_axi_{'aw' if store else 'ar'}valid"], dut.clk, counter)
     cpl_valid = ValidLog(dut.m_axis_cpl_a_tvalid, dut.clk, counter)
     # Clear of the periodic LCWs (PING, CREDIT_UPDATE, CREDIT_SYNC: every 1024 or 4096
     # cycles from reset), which the MAC may put between two words of the frame.
@@ -84,7 +84,7 @@ class PortWatch:
 
     def _frames(self, what):
         """Counter ``count_frames_{what}`` of the port, summed over the VCs."""
-        return sum(self.side.ports.elements(f"p{self.port}_count_frames_{what}", NIC_VCS))
+        return sum(self.side.io.elements(f"p{self.port}_count_frames_{what}", NIC_VCS))
 
     def sent(self):
         return self._frames("sent") - self.sent0
@@ -162,7 +162,7 @@ async def run_link_loss(dut, rng, count, *, credits=16, memory_lines=None,
     memory_lines = memory_lines or pair.memory_lines
     a, b = pair.sides
     initial = copy.deepcopy(b.model)
-    a.ports.set(p0_replay_timeout=replay_timeout)
+    a.io.set(p0_replay_timeout=replay_timeout)
     pair.line("ab", 0).set(link_up=0)
     watch = PortWatch(a, 0)
     seen = LinkLoss(cut=pair.counter.now)

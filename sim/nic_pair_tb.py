@@ -55,13 +55,13 @@ def random_requests(rng, count, memory_lines, dst, first_tag=0, store_fraction=0
 
 
 class NicSide:
-    """One NIC of ``nic_pair`` (its ports are ``{name}_…``): its GPU-side bus models, its SEN
+    """One NIC of ``nic_pair`` (``io``: its ports ``{name}_…``): its GPU-side bus models, its SEN
     sources (``lcw_sources``, one per port), its register buses (``csr``, ``rdma_csr``), its
     memory (``ram``, also behind the RDMA engines' AXI ports) and the golden models of its
     targets (``model``, ``rdma_model``); ``peer`` is the other NIC."""
     def __init__(self, dut, name, counter, rng, idle, backpressure, axi_pause):
         self.dut, self.name, self.id, self.counter = dut, name, PAIR_IDS[name], counter
-        self.ports = Ports(dut, f"{name}_")
+        self.io = Ports(dut, f"{name}_")
         self.reqs = axis_source(dut, f"s_axis_req_{name}", rng, idle)
         self.data = axis_source(dut, f"s_axis_req_data_{name}", rng, idle)
         self.cpls = axis_sink(dut, f"m_axis_cpl_{name}", rng, backpressure)
@@ -83,13 +83,13 @@ class NicSide:
 
     def value(self, name):
         """The value of this NIC's port ``name`` (a counter, ``links_up``...)."""
-        return self.ports.value(name)
+        return self.io.value(name)
 
     def frames_sent(self):
         """``[[frames of VC v per port] for v in VCs 0…3]`` sent by the ports' CBFC
         transmitters."""
         ports = export_params()["ports"]
-        per_port = [self.ports.elements(f"p{p}_count_frames_sent", NIC_VCS)
+        per_port = [self.io.elements(f"p{p}_count_frames_sent", NIC_VCS)
                     for p in range(ports)]
         return [[per_port[p][vc] for p in range(ports)] for vc in range(NIC_VCS)]
 
