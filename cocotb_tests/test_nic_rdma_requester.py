@@ -44,9 +44,10 @@ def params():
 class RdmaRequesterTB(TB):
     """``nic_rdma_requester`` (endpoint ``LOCAL``) with the test as the network: commands in
     on ``cmds``, completions out on ``cpls``, request frames out on ``frames_out``, response
-    frames in on ``frames_in``, each stream paused ``pause`` of the time; the local memory (``ram``, and ``local``: the octets it must hold) and the remote
-    NIC's, behind the golden RDMA target model (``target``: one read/write window over its
-    first three quarters); every AXI channel paused ``axi_pause`` of the time."""
+    frames in on ``frames_in``, each stream paused ``pause`` of the time; the local memory
+    (``ram``, and ``local``: the octets it must hold, every AXI channel paused ``axi_pause``
+    of the time) and the remote NIC's, behind the golden RDMA target model (``target``: one
+    read/write window over its first three quarters)."""
     def __init__(self, dut, rng, pause=0.0, axi_pause=0.0):
         super().__init__(dut)
         p = params()
