@@ -327,7 +327,7 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
     free = list(range(min(window or messages, messages)))
     waiting = {}            # message id -> (command, expected status, cycle issued)
     run = RdmaRun()
-    now = side.counter
+    counter = side.counter
 
     async def collect():
         while True:
@@ -338,7 +338,7 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
                 continue
             cmd, want, issued = waiting.pop(ident)
             run.statuses.append(status)
-            run.cycles.append(now.now - issued)
+            run.cycles.append(counter.now - issued)
             if status != want:
                 run.errors.append(f"{side.name} {cmd}: {status.name}, model {want.name}")
             elif status == CompletionStatus.OK:
@@ -354,7 +354,7 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
         want = CompletionStatus(run_command(
             cmd, side.id, side.model.memory, side.peer.rdma_model, params["mtu"],
             MAC_BEAT_OCTETS, params["addr_width"], frames))
-        waiting[ident] = (cmd, want, now.now)
+        waiting[ident] = (cmd, want, counter.now)
         await side.cmds.send(command_octets(cmd))
     if waiting and await wait_until(side.dut.clk, lambda: not waiting,
                                     params["timeout_cycles"] * 4 + 2000 * count) is None:
