@@ -15,7 +15,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from ethlink.rtl.link.llr_rx import RxState
 from ethlink.rtl.wire import LcwType, LLR_PAYLOAD, XgmiiControl
-from ethlink.sim.link_tb import SEQ_MOD, bring_up, seq_of
+from ethlink.sim.link_tb import SEQ_MOD, LinkEndTB, seq_of
 from ethlink.sim.models.mac import frame_words, gap_words, lcw_word
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 from ethlink.sim.runner import run_cocotb
@@ -25,6 +25,13 @@ EXPORT = "link_end"
 #: Goal of the issue: LLR_NACK on rxd → first word of the replayed frame on txd.
 REPLAY_REACTION_GOAL = 8
 ACK_EVERY = 8
+
+
+async def bring_up(dut, replay_timeout=0):
+    """The end reset and in ADVANCE; returns its cycle counter and its partner."""
+    tb = LinkEndTB(dut, replay_timeout)
+    await tb.reset()
+    return tb.counter, tb.partner
 
 
 async def send_bodies(dut, source, bodies):
@@ -39,7 +46,7 @@ async def replay_on_nack(dut):
     """NACK of the last good seq replays from the next frame; the first replayed word leaves
     within the goal; a NACK during a long frame cuts it (/E/) and replays at once."""
     rng = random.Random(1)
-    counter, partner = await bring_up(dut, replay_timeout=100_000)
+    counter, partner = await bring_up(dut, 100_000)
     source = axis_source(dut, "s_axis")
     bodies = [rng.randbytes(rng.randint(20, 120)) for _ in range(4)]
     await send_bodies(dut, source, bodies)
@@ -94,7 +101,7 @@ async def line_rate(dut):
     """Back-to-back frames leave at the MAC's framing limit: each frame takes exactly its
     words plus the minimal gap (PINGs and ACKs aside, which the partner does not cause here)."""
     rng = random.Random(4)
-    counter, partner = await bring_up(dut, replay_timeout=100_000)
+    counter, partner = await bring_up(dut, 100_000)
     source = axis_source(dut, "s_axis")
     # Fewer octets than the replay buffer holds: the partner sends no ACK here.
     bodies = [rng.randbytes(rng.choice([14, 78, 128, 333, 1000])) for _ in range(16)]
@@ -117,7 +124,7 @@ async def window_and_corruption(dut):
     """ACK/NACK outside the window are ignored and counted; an LCW with a bad crc8 is dropped
     and counted; the replay timer resends everything outstanding."""
     rng = random.Random(2)
-    counter, partner = await bring_up(dut, replay_timeout=400)
+    counter, partner = await bring_up(dut, 400)
     source = axis_source(dut, "s_axis")
     bodies = [rng.randbytes(rng.randint(20, 80)) for _ in range(3)]
     await send_bodies(dut, source, bodies)

@@ -23,6 +23,7 @@ from ethlink.sim.models.mac import (
     ABORT_WORD, RX_COUNTERS, MacFrame, RxFrame, RxLcw, decode_xgmii, encode_frame,
     frame_word_count, frame_words, gap_words, gaps, lcw_word, preamble, xgmii_words)
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
+from ethlink.sim.link_tb import lcw_tdata
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import start
 
@@ -57,11 +58,6 @@ def beats_of(body, seq):
     chunks = [body[i:i + 8] for i in range(0, len(body), 8)]
     return [(int.from_bytes(c, "little"), (1 << len(c)) - 1, int(k == len(chunks) - 1), user)
             for k, c in enumerate(chunks)]
-
-
-def lcw_tdata(lcw_type, payload):
-    """``s_axis_lcw_tdata`` of an LCW: the 48-bit {payload, type} value in lane order."""
-    return int.from_bytes((lcw_type | payload << 8).to_bytes(6, "big"), "little")
 
 
 # --- TX bench ---------------------------------------------------------------------------------

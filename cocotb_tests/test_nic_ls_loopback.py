@@ -14,15 +14,12 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus, LsRequester
-from ethlink.rtl.wire import LsSize, Opcode, Status
-from ethlink.sim.models import Frame
+from ethlink.rtl.wire import LsSize
 from ethlink.sim.models.nic import LINE_OCTETS, Window
-from ethlink.sim.nic_tb import (LoopbackPorts, completion, program_windows, request_octets,
-                                setup)
+from ethlink.sim.nic_tb import Answer, LsLoopbackTB, LsRequest
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import wait_idle
 
@@ -32,16 +29,15 @@ REMOTE = 0x155
 LOST = 0x3FF          # request frames to this endpoint are dropped on the way
 
 
-async def start_loopback(dut, rng, axi_pause=0.0):
-    params = export_params()
-    dut.local_id.value = LOCAL_ID
-    dut.drop_dst.value = LOST
-    counter, ram, model = await setup(dut, rng, axi_pause)
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    windows = [Window(0, memory_lines // 2, csr.PERM_READ | csr.PERM_WRITE),
-               Window(memory_lines // 2, memory_lines // 4, csr.PERM_READ)]
-    await program_windows(dut, model, windows)
-    return counter, ram, model, memory_lines
+async def start_loopback(dut, rng, **options):
+    """The loopback reset, with a read/write window over the first half of memory and a
+    read-only one over the next quarter."""
+    tb = LsLoopbackTB(dut, rng, LOCAL_ID, LOST, **options)
+    await tb.reset()
+    lines = tb.memory_lines
+    await tb.program_windows([Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
+                              Window(lines // 2, lines // 4, csr.PERM_READ)])
+    return tb
 
 
 @cocotb.test()
@@ -49,11 +45,11 @@ async def random_requests(dut):
     params = export_params()
     tags = params["tags"]
     rng = random.Random(cocotb.RANDOM_SEED)
-    counter, ram, model, memory_lines = await start_loopback(dut, rng, axi_pause=0.2)
-    ports = LoopbackPorts(dut, counter, rng, idle=0.3, backpressure=0.3)
-    reqs, data, cpls, cpl_data = ports.reqs, ports.data, ports.cpls, ports.cpl_data
+    tb = await start_loopback(dut, rng, axi_pause=0.2, idle=0.3, backpressure=0.3)
+    model, memory_lines = tb.model, tb.memory_lines
+    reqs, data, cpls, cpl_data = tb.reqs, tb.data, tb.cpls, tb.cpl_data
 
-    expected = {}           # tag -> (status, load data or None)
+    expected = {}           # tag -> Answer
     count = min(tags, 200)
     for n in range(count + 4):
         store = rng.random() < 0.5
@@ -64,43 +60,37 @@ async def random_requests(dut):
         dst = LOST if n == 0 or rng.random() < 0.05 else REMOTE
         tag = n if n < count else tags + n      # the last four: beyond the table
         payload = rng.randbytes(LsSize(size).octets) if store else b""
+        request = LsRequest(store, size, dst, tag, line, payload)
         if tag >= tags:
-            expected[tag] = (CompletionStatus.BAD_TAG, None)
+            expected[tag] = Answer(CompletionStatus.BAD_TAG)
         elif dst == LOST:
-            expected[tag] = (CompletionStatus.TIMEOUT, None)
+            expected[tag] = Answer(CompletionStatus.TIMEOUT)
         else:
-            response = model.handle(Frame(
-                opcode=Opcode.STORE_REQ if store else Opcode.LOAD_REQ, dst=dst, src=LOCAL_ID,
-                size=size, tag=tag, line=line, payload=payload))
-            expected[tag] = (CompletionStatus(response.status),
-                             response.payload if not store and response.status == Status.OK
-                             else None)
-        await reqs.send(request_octets(int(store), size, dst, tag % 4096, line))
-        if store:
-            await data.send(AxiStreamFrame(payload))
+            expected[tag] = Answer.of(request, model, LOCAL_ID)
+        await tb.send(request)
 
     await wait_idle(dut, [reqs, data], [(cpls, len(expected))],
                     timeout_cycles=params["timeout_cycles"] * 4 + 200 * count)
     await ClockCycles(dut.clk, 100)
     got = {}
     for _ in range(len(expected)):
-        tag, status = completion((await cpls.recv()).tdata)
+        tag, status = await tb.completion()
         assert tag not in got, f"tag {tag} completed twice"
         got[tag] = status
     assert cpls.empty(), "more completions than requests"
-    want_data = [tag for tag in got if expected.get(tag, (None, None))[1] is not None]
+    want_data = [tag for tag in got if tag in expected and expected[tag].data is not None]
     for tag, status in got.items():
         assert tag in expected, f"completion for unknown tag {tag}"
-        assert status == expected[tag][0], f"tag {tag}: {status.name}, expected " \
-                                           f"{expected[tag][0].name}"
+        assert status == expected[tag].status, f"tag {tag}: {status.name}, expected " \
+                                               f"{expected[tag].status.name}"
     # Load data comes in completion order.
-    order = [tag for tag in got if expected[tag][1] is not None]
+    order = [tag for tag in got if expected[tag].data is not None]
     assert cpl_data.count() == len(order)
     for tag in order:
-        assert bytes((await cpl_data.recv()).tdata) == expected[tag][1], f"tag {tag} data"
-    assert ram.read(0, len(model.memory)) == bytes(model.memory), "memory differs from model"
+        assert bytes((await cpl_data.recv()).tdata) == expected[tag].data, f"tag {tag} data"
+    assert tb.memory_matches(), "memory differs from model"
     assert int(dut.outstanding.value) == 0
-    statuses = [s for s, _ in expected.values()]
+    statuses = [answer.status for answer in expected.values()]
     assert int(dut.count_timeouts.value) == statuses.count(CompletionStatus.TIMEOUT) > 0
     assert int(dut.count_bad_tags.value) == statuses.count(CompletionStatus.BAD_TAG)
     assert int(dut.count_unexpected.value) == int(dut.count_mismatched.value) == 0
@@ -112,11 +102,10 @@ async def random_requests(dut):
 async def latency(dut):
     """TX: request taken → first frame beat; RX: last response beat → completion valid."""
     rng = random.Random(cocotb.RANDOM_SEED + 1)
-    counter, ram, model, memory_lines = await start_loopback(dut, rng)
-    p = LoopbackPorts(dut, counter)
-    await p.reqs.send(request_octets(0, LsSize.B64, REMOTE, 5, 64))
+    p = await start_loopback(dut, rng)
+    await p.send(LsRequest(False, LsSize.B64, REMOTE, 5, 64))
     await wait_idle(dut, [p.reqs], [(p.cpls, 1)])
-    tag, status = completion((await p.cpls.recv()).tdata)
+    tag, status = await p.completion()
     assert (tag, status) == (5, CompletionStatus.OK)
     tx_latency = p.tx.frame_starts[0] - p.req_log.transfers[0][0]
     rx_latency = p.cpl_valid.rises[0] - p.rx.transfers[-1][0]

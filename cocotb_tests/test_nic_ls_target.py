@@ -23,9 +23,9 @@ from ethlink.rtl.nic.ls_responder import LsResponder, LsTarget
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame, random_frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
-from ethlink.sim.nic_tb import ValidLog, csr_read, open_memory, program_windows, setup
+from ethlink.sim.nic_tb import LsTargetTB
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import StreamChecker, TransferLog, axis_sink, axis_source, wait_idle
+from ethlink.sim.tb import StreamChecker, TransferLog, ValidLog, wait_idle
 
 EXPORT = "nic_ls_target"
 
@@ -90,17 +90,16 @@ async def random_requests(dut):
     """Every response and every memory octet as the model says, whatever the stalls."""
     params = export_params()
     rng = random.Random(cocotb.RANDOM_SEED)
-    counter, ram, model = await setup(dut, rng, axi_pause=0.2)
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
+    tb = LsTargetTB(dut, rng, axi_pause=0.2, idle=0.3, backpressure=0.3)
+    await tb.reset()
+    model, source, sink, memory_lines = tb.model, tb.source, tb.sink, tb.memory_lines
     windows = random_windows(rng, params["windows"], memory_lines)
-    await program_windows(dut, model, windows)
+    await tb.program_windows(windows)
     for index, window in enumerate(windows):
         base = csr.WINDOW + csr.WINDOW_STRIDE * index
-        assert await csr_read(dut, base + 2) == window.size
-        assert await csr_read(dut, base + 3) == window.perm
+        assert await tb.csr.read(base + 2) == window.size
+        assert await tb.csr.read(base + 3) == window.perm
 
-    source = axis_source(dut, "s_axis", rng, idle=0.3)
-    sink = axis_sink(dut, "m_axis", rng, backpressure=0.3)
     checker = StreamChecker(dut, "m_axis")
     expected, dropped_by_parser = [], 0
     for n in range(600):
@@ -124,12 +123,12 @@ async def random_requests(dut):
         assert got == want.body(), (f"response {n}: {got.hex()}\n"
                                     f"expected {want.body().hex()} ({want})")
     checker.assert_clean()
-    assert ram.read(0, len(model.memory)) == bytes(model.memory), "memory differs from the model"
+    assert tb.memory_matches(), "memory differs from the model"
 
     for name in LsResponder.COUNTERS:
         got = int(getattr(dut, f"count_{name}").value)
         assert got == model.counters[name], f"count_{name} = {got}, model {model.counters[name]}"
-        assert await csr_read(dut, csr.COUNTERS + LsResponder.COUNTERS.index(name)) == got
+        assert await tb.csr.read(csr.COUNTERS + LsResponder.COUNTERS.index(name)) == got
     assert int(dut.count_rx_bad_version.value) == dropped_by_parser
     kinds = {name: model.counters[name] for name in ("loads", "stores", "denied",
                                                      "address_errors", "malformed", "unexpected")}
@@ -142,13 +141,11 @@ async def same_lines_back_to_back(dut):
     """Loads and stores of the same few lines back to back, with pauses on every AXI channel:
     a load issued behind a store must see its data and a store behind a load must not change
     what the load returns (the target never lets a read overtake a write or the reverse)."""
-    params = export_params()
     rng = random.Random(cocotb.RANDOM_SEED + 3)
-    counter, ram, model = await setup(dut, rng, axi_pause=0.3)
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    await program_windows(dut, model, [Window(0, memory_lines, csr.PERM_READ | csr.PERM_WRITE)])
-    source = axis_source(dut, "s_axis")
-    sink = axis_sink(dut, "m_axis", rng, backpressure=0.2)
+    tb = LsTargetTB(dut, rng, axi_pause=0.3, backpressure=0.2)
+    await tb.reset()
+    model, source, sink = tb.model, tb.source, tb.sink
+    await tb.open_memory()
     expected = []
     for _ in range(300):
         opcode = rng.choice([Opcode.LOAD_REQ, Opcode.STORE_REQ])
@@ -163,19 +160,17 @@ async def same_lines_back_to_back(dut):
     for n, want in enumerate(expected):
         got = bytes((await sink.recv()).tdata)
         assert got == want.body(), f"response {n}: {got.hex()}, expected {want.body().hex()}"
-    assert ram.read(0, len(model.memory)) == bytes(model.memory), "memory differs from the model"
+    assert tb.memory_matches(), "memory differs from the model"
 
 
 @cocotb.test()
 async def no_window_refuses_everything(dut):
     """After reset no window is open: every request is refused and memory is untouched."""
-    params = export_params()
     rng = random.Random(cocotb.RANDOM_SEED + 1)
-    counter, ram, model = await setup(dut, rng)
-    assert await csr_read(dut, csr.ID) == csr.ID_VALUE
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    source = axis_source(dut, "s_axis")
-    sink = axis_sink(dut, "m_axis")
+    tb = LsTargetTB(dut, rng)
+    await tb.reset()
+    model, source, sink, memory_lines = tb.model, tb.source, tb.sink, tb.memory_lines
+    assert await tb.csr.read(csr.ID) == csr.ID_VALUE
     frames = [request(rng, [Window(0, memory_lines, 3)], memory_lines) for _ in range(60)]
     for frame in frames:
         await source.send(AxiStreamFrame(frame.body()))
@@ -184,7 +179,7 @@ async def no_window_refuses_everything(dut):
         want = model.handle(frame)
         assert want.status != 0
         assert bytes((await sink.recv()).tdata) == want.body()
-    assert ram.read(0, len(model.memory)) == bytes(model.memory)
+    assert tb.memory_matches()
 
 
 @cocotb.test()
@@ -193,10 +188,11 @@ async def latency(dut):
     params = export_params()
     width = params["beat_octets"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
-    counter, ram, model = await open_memory(dut, rng)
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    source = axis_source(dut, "s_axis")
-    sink = axis_sink(dut, "m_axis")
+    tb = LsTargetTB(dut, rng)
+    await tb.reset()
+    await tb.open_memory()
+    counter, model, source, sink = tb.counter, tb.model, tb.source, tb.sink
+    memory_lines = tb.memory_lines
     frames_in = TransferLog(dut, "s_axis", counter)
     ar = ValidLog(dut.m_axi_arvalid, dut.clk, counter)
     aw = ValidLog(dut.m_axi_awvalid, dut.clk, counter)

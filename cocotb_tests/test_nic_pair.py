@@ -39,36 +39,43 @@ from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.nic.nic import Nic, NIC_VCS
 from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
 from ethlink.sim.models.nic import Window
-from ethlink.sim.models.path import ls_entropy, select_port
-from ethlink.sim.nic_tb import (NicPairSides, PAIR_PARAMS, RdmaAreas, collect_completions,
-                                command_octets, completion, issue, lcw_tdata, nic_params,
-                                probe_latency, random_requests, run_link_loss, run_rdma)
+from ethlink.sim.nic_pair_scenarios import probe_latency, run_link_loss
+from ethlink.sim.nic_pair_tb import (NicPairTB, PAIR_PARAMS, RdmaAreas, nic_params,
+                                     random_requests, run_rdma)
+from ethlink.sim.link_tb import lcw_tdata
+from ethlink.sim.nic_tb import command_octets
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import wait_idle
 
 EXPORT = "nic_pair"
 
 
+async def start_pair(dut, rng, **options):
+    """The pair reset (``options``: as :class:`NicPairTB`)."""
+    pair = NicPairTB(dut, rng, **options)
+    await pair.reset()
+    return pair
+
+
 @cocotb.test()
 async def traffic(dut):
     params = export_params()
-    ports = params["ports"]
     rng = random.Random(cocotb.RANDOM_SEED)
-    pair = await NicPairSides.start(dut, rng, ber=1e-4, axi_pause=0.2, idle=0.3,
-                                    backpressure=0.3)
+    pair = await start_pair(dut, rng, ber=1e-4, axi_pause=0.2, idle=0.3, backpressure=0.3)
     lines = pair.memory_lines
     windows = [Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
                Window(lines // 2, lines // 4, csr.PERM_READ)]
     await pair.program_windows(windows)
     await pair.wait_links()
     count = min(params["tags"], 200)
-    requests = {side.name: list(random_requests(rng, count, lines)) for side in pair.sides}
+    requests = {side.name: list(random_requests(rng, count, lines, side.peer.id))
+                for side in pair.sides}
     sent_before = pair.frames_sent()
     # A request's timeout runs from its issue, so it also counts the time the request queues
     # behind the others outstanding; the target serves one request at a time (about 50 cycles
     # each on these lines), so 200 requests at once would queue past ``timeout_cycles`` (4000)
     # with nothing lost. The window keeps the queue (32 × ~50 cycles) well inside it.
-    issued = [cocotb.start_soon(issue(side, requests[side.name], window=32))
+    issued = [cocotb.start_soon(side.issue(requests[side.name], window=32))
               for side in pair.sides]
     expected = {side.name: await task for side, task in zip(pair.sides, issued)}
     await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
@@ -76,43 +83,27 @@ async def traffic(dut):
                     timeout_cycles=params["timeout_cycles"] * 4 + 400 * count)
     await ClockCycles(dut.clk, 200)
     for side in pair.sides:
-        order, errors = await collect_completions(side, expected[side.name])
+        order, errors = await side.collect_completions(expected[side.name])
         assert not errors, errors
-        assert side.peer.ram.read(0, len(side.peer.model.memory)) == \
-            bytes(side.peer.model.memory), f"{side.peer.name}: memory differs from the model"
+        assert side.peer.memory_matches(), f"{side.peer.name}: memory differs from the model"
         assert side.value("outstanding") == 0
         for name in ("timeouts", "unexpected", "mismatched", "bad_tags", "unroutable",
                      "bad_vc", "unreachable", "stale_fails"):
             assert side.value(f"count_{name}") == 0, f"{side.name}: count_{name}"
-        for p in range(ports):
+        for p in range(pair.ports):
             assert side.value(f"p{p}_count_frames_dropped") == 0
-        statuses = {status for status, _ in expected[side.name].values()}
+        statuses = {answer.status for answer in expected[side.name].values()}
         assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED} <= statuses
 
     # The lines damaged frames and the links replayed them.
-    replays = sum(side.value(f"p{p}_count_replays") for side in pair.sides
-                  for p in range(ports))
-    bad = sum(side.value(f"p{p}_count_mac_rx_fcs_errors") for side in pair.sides
-              for p in range(ports))
+    replays = pair.port_total("count_replays")
+    bad = pair.port_total("count_mac_rx_fcs_errors")
     assert replays > 0 and bad > 0, f"replays {replays}, FCS errors {bad}"
 
-    # Spreading: every frame left on the port the path-selection model picks for it. A
-    # response copies its request's entropy, so it is steered by the same hash towards the
-    # requester.
-    everything = (1 << ports) - 1
-    want = {side.name: [[0] * ports for _ in range(2)] for side in pair.sides}
-    for side in pair.sides:
-        for store, size, tag, line, payload in requests[side.name]:
-            entropy = ls_entropy(line)
-            want[side.name][0][select_port(side.peer.id, entropy, everything)] += 1
-            want[side.peer.name][1][select_port(side.id, entropy, everything)] += 1
-    sent = pair.frames_sent()
-    for side in pair.sides:
-        got = [[sent[side.name][vc][p] - sent_before[side.name][vc][p] for p in range(ports)]
-               for vc in range(2)]
-        dut._log.info(f"{side.name}: requests per port {got[0]}, responses per port {got[1]}")
-        assert got == want[side.name], f"{side.name}: frames per port {got}, model {want}"
-        assert all(got[0]), f"{side.name}: a port carried no request"
+    # Spreading: every request (VC 0) and response (VC 1) left on the port the
+    # path-selection model picks for it, and every port carried requests.
+    pair.assert_spread(sent_before, pair.ls_spread(requests), vcs=range(2), busy_vcs=(0,),
+                       what="L/S requests and responses")
 
 
 @cocotb.test()
@@ -120,11 +111,9 @@ async def rdma(dut):
     """Both GPUs' DMA engines WRITE to and READ from each other at once over lines with bit
     errors; WRITE and READ_RSP packets are sprayed over the ports."""
     params = nic_params()
-    ports = params["ports"]
     rng = random.Random(cocotb.RANDOM_SEED + 5)
-    pair = await NicPairSides.start(dut, rng, ber=1e-4, axi_pause=0.2, idle=0.3,
-                                    backpressure=0.3)
-    areas = RdmaAreas(1 << params["addr_width"], params["messages"])
+    pair = await start_pair(dut, rng, ber=1e-4, axi_pause=0.2, idle=0.3, backpressure=0.3)
+    areas = RdmaAreas.of_build()
     await pair.program_rdma_windows(areas.windows())
     await pair.wait_links()
     count = 100
@@ -144,8 +133,7 @@ async def rdma(dut):
         statuses = result.statuses
         assert not result.errors, result.errors
         assert len(statuses) == count
-        assert side.ram.read(0, len(side.model.memory)) == bytes(side.model.memory), \
-            f"{side.name}: memory differs from the models"
+        assert side.memory_matches(), f"{side.name}: memory differs from the models"
         assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED,
                 CompletionStatus.ADDRESS_ERROR} <= set(statuses), statuses
         assert side.value("rdma_outstanding") == 0
@@ -156,19 +144,13 @@ async def rdma(dut):
         dut._log.info(f"{side.name}: " + ", ".join(
             f"{s.name} {statuses.count(s)}" for s in CompletionStatus if statuses.count(s)))
 
-    # Spreading: every RDMA frame left on the port the path model picks for its entropy.
-    everything = (1 << ports) - 1
-    want = {side.name: [[0] * ports for _ in range(NIC_VCS)] for side in pair.sides}
-    names = {side.id: side.name for side in pair.sides}
-    for frame in frames:
-        want[names[frame.src]][frame.vc][select_port(frame.dst, frame.entropy, everything)] += 1
-    sent = pair.frames_sent()
-    for side in pair.sides:
-        got = [[sent[side.name][vc][p] - sent_before[side.name][vc][p] for p in range(ports)]
-               for vc in range(NIC_VCS)]
-        dut._log.info(f"{side.name}: RDMA requests per port {got[2]}, responses {got[3]}")
-        assert got == want[side.name], f"{side.name}: frames per port {got}, model {want}"
-        assert all(got[2]) and all(got[3]), f"{side.name}: a port carried no RDMA frame"
+    # Spreading: every RDMA frame left on the port the path model picks for its entropy, and
+    # every port carried RDMA requests (VC 2) and responses (VC 3).
+    sides = {side.id: side for side in pair.sides}
+    want = pair.expected_spread((sides[frame.src], frame.vc, frame.dst, frame.entropy)
+                                for frame in frames)
+    pair.assert_spread(sent_before, want, vcs=range(NIC_VCS), busy_vcs=(2, 3),
+                       what="RDMA frames")
 
 
 def sen_word(endpoint, reachable, event):
@@ -184,9 +166,9 @@ async def failover(dut):
     params = nic_params()
     ports = params["ports"]
     rng = random.Random(cocotb.RANDOM_SEED + 2)
-    pair = await NicPairSides.start(dut, rng)
+    pair = await start_pair(dut, rng)
     lines = pair.memory_lines
-    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.open_memories()
     await pair.wait_links()
     a, b = pair.sides
     next_tag = 0
@@ -195,12 +177,12 @@ async def failover(dut):
         """``count`` random requests of A to B (completed ``within`` cycles if given);
         returns their completion statuses."""
         nonlocal next_tag
-        await issue(a, random_requests(rng, count, lines, next_tag))
+        await a.issue(random_requests(rng, count, lines, b.id, next_tag))
         next_tag += count
         await wait_idle(dut, [a.reqs, a.data], [(a.cpls, count)],
                         timeout_cycles=within or params["timeout_cycles"] * 3 + 200 * count)
         await ClockCycles(dut.clk, 20)
-        statuses = [completion((await a.cpls.recv()).tdata)[1] for _ in range(count)]
+        statuses = [(await a.completion()).status for _ in range(count)]
         while not a.cpl_data.empty():
             await a.cpl_data.recv()
         return statuses
@@ -214,9 +196,9 @@ async def failover(dut):
     await sen(0, False, 1)
     assert a.value("count_sen_down") == 1
     assert a.value("count_purges") == 1, "the SEN did not purge the port's queues"
-    before = pair.frames_sent()["a"][0]
+    before = a.frames_sent()[0]
     statuses = await run(40)
-    after = pair.frames_sent()["a"][0]
+    after = a.frames_sent()[0]
     assert statuses == [CompletionStatus.OK] * 40
     assert after[0] == before[0], "a frame was steered to the dead port"
     assert sum(after) - sum(before) == 40
@@ -234,7 +216,7 @@ async def failover(dut):
 
     # DMA commands too: WRITEs of 1 and 4 packets and READs complete UNREACHABLE at once,
     # and nothing reaches B.
-    areas = RdmaAreas(1 << params["addr_width"], params["messages"])
+    areas = RdmaAreas.of_build()
     commands = [areas.command(rng, ident, b.id, params["mtu"], read=bool(ident % 2),
                               length=(64, 4 * params["mtu"])[ident // 2 % 2], misaligned=0)
                 for ident in range(8)]
@@ -243,7 +225,7 @@ async def failover(dut):
         await a.cmds.send(command_octets(cmd))
     await wait_idle(dut, [a.cmds], [(a.rdma_cpls, len(commands))],
                     timeout_cycles=params["timeout_cycles"] // 8)
-    got = sorted([completion((await a.rdma_cpls.recv()).tdata) for _ in commands])
+    got = sorted([await a.rdma_completion() for _ in commands])
     assert got == [(cmd.id, CompletionStatus.UNREACHABLE) for cmd in commands]
     assert a.value("count_unroutable") == 5 + packets
     assert a.value("rdma_count_unreachable") == len(commands)
@@ -255,9 +237,9 @@ async def failover(dut):
     await sen(0, True, 2)
     await sen(0, False, 2)
     assert a.value("count_sen_stale") == 1
-    before = pair.frames_sent()["a"][0]
+    before = a.frames_sent()[0]
     statuses = await run(20)
-    after = pair.frames_sent()["a"][0]
+    after = a.frames_sent()[0]
     assert statuses == [CompletionStatus.OK] * 20
     assert after[0] - before[0] == 20, "requests did not all take the one live port"
     assert a.value("count_sen_up") == 1 and a.value("count_sen_down") == ports
@@ -272,33 +254,31 @@ async def link_loss(dut):
     # 4-line areas (so many touch the same lines): about half take port 0.
     seen = await run_link_loss(dut, rng, 120, credits=16, memory_lines=256, idle=0.2,
                                backpressure=0.2)
-    dut._log.info(f"link loss: {seen['sent']} frames lost in the LLR, {seen['lost']} "
-                  f"TIMEOUT ({seen['lost_responses']} with B's port 0 as response path), "
-                  f"{seen['diverted']} "
-                  f"re-steered; cut at {seen['cut']}, port down at {seen['down']}, last frame "
-                  f"into it observed at {seen['last_sent']}, last re-steered at "
-                  f"{seen['last_diverted']}")
-    assert not seen["errors"], seen["errors"][:10]
-    assert seen["down"] is not None, "port 0 never went down"
-    assert seen["purges"] == 1
-    assert seen["diverted"] > 0, "nothing was queued for port 0 when it went down"
+    dut._log.info(f"link loss: {seen.sent} frames lost in the LLR, {seen.lost} "
+                  f"TIMEOUT ({seen.lost_responses} with B's port 0 as response path), "
+                  f"{seen.diverted} re-steered; cut at {seen.cut}, port down at {seen.down}, "
+                  f"last frame into it observed at {seen.last_sent}, last re-steered at "
+                  f"{seen.last_diverted}")
+    assert not seen.errors, seen.errors[:10]
+    assert seen.down is not None, "port 0 never went down"
+    assert seen.purges == 1
+    assert seen.diverted > 0, "nothing was queued for port 0 when it went down"
     # Every frame handed to the dead port's LLR was lost (TIMEOUT); any other TIMEOUT is a
     # response that took B's port 0 (still up for B, delivering nothing). No frame entered
     # the port after it went down (a counter and links_up change at the same clock edge, so
     # equal means the cycle before).
-    assert seen["lost"] - seen["lost_responses"] <= seen["sent"] <= seen["lost"], seen
-    assert seen["last_sent"] <= seen["down"], "a frame entered the port after it went down"
-    assert seen["last_diverted"] >= seen["down"]
+    assert seen.lost - seen.lost_responses <= seen.sent <= seen.lost, seen
+    assert seen.last_sent <= seen.down, "a frame entered the port after it went down"
+    assert seen.last_diverted >= seen.down
 
 
 @cocotb.test()
 async def latency(dut):
     rng = random.Random(cocotb.RANDOM_SEED + 3)
-    pair = await NicPairSides.start(dut, rng)
-    lines = pair.memory_lines
-    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    pair = await start_pair(dut, rng)
+    await pair.open_memories()
     await pair.wait_links()
-    cycles = await probe_latency(dut, pair)
+    cycles = await probe_latency(pair)
     dut._log.info(f"64 B load: TX {cycles['tx']}, RX {cycles['rx']}, round trip "
                   f"{cycles['round_trip']} cycles")
     assert cycles["tx"] == Nic.TX_LATENCY, f"TX {cycles['tx']} cycles"

@@ -14,7 +14,7 @@ import random
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles
 
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus
@@ -22,9 +22,9 @@ from ethlink.rtl.nic.rdma_requester import RdmaRequester
 from ethlink.rtl.nic.rdma_target import RdmaTarget
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_status, run_command
-from ethlink.sim.nic_tb import ValidLog, axi_ram, command_octets, completion, csr_write
+from ethlink.sim.nic_tb import Completion, CsrBus, axi_ram, command_octets
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import TransferLog, axis_sink, axis_source, start
+from ethlink.sim.tb import TB, TransferLog, ValidLog, axis_sink, axis_source
 
 EXPORT = "nic_rdma_loopback"
 LOCAL_ID = 0x021
@@ -32,32 +32,36 @@ REMOTE = 0x155
 LOST = 0x3FF          # request frames to this endpoint are dropped on the way
 
 
-class Loopback:
-    """The DUT with its two memories and the models beside them."""
-    @classmethod
-    async def start(cls, dut, rng, axi_pause=0.0, idle=0.0, backpressure=0.0):
-        self = cls()
+class RdmaLoopbackTB(TB):
+    """``nic_rdma_loopback``: the requester is ``LOCAL_ID`` and its frames to ``LOST`` are
+    lost; commands in on ``cmds`` (idle ``idle`` of the time), completions out on ``cpls``
+    (refusing ``backpressure`` of them), the local and the remote memory (every AXI channel
+    paused ``axi_pause`` of the time) and the golden RDMA target model of the remote one."""
+    def __init__(self, dut, rng, axi_pause=0.0, idle=0.0, backpressure=0.0):
+        super().__init__(dut)
         params = export_params()
         self.params = params
         dut.local_id.value = LOCAL_ID
         dut.drop_dst.value = LOST
-        dut.csr_we.value = dut.csr_re.value = 0
-        self.counter = await start(dut)
-        size = 1 << params["addr_width"]
+        self.csr = CsrBus(dut)
         self.local, self.local_model = axi_ram(dut, "m_axi_dma", rng, axi_pause)
         self.remote, remote_model = axi_ram(dut, "m_axi", rng, axi_pause)
-        lines = size // LINE_OCTETS
-        windows = [Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
-                   Window(lines // 2, lines // 4, csr.PERM_READ)]
-        self.target = RdmaTargetModel(remote_model, windows, params["addr_width"],
+        self.target = RdmaTargetModel(remote_model, [], params["addr_width"],
                                       params["mtu"], params["beat_octets"], params["contexts"])
-        for index, window in enumerate(windows):
-            for addr, data in window.csr_writes(index):
-                await csr_write(dut, addr, data)
         self.cmds = axis_source(dut, "s_axis_cmd", rng, idle)
         self.cpls = axis_sink(dut, "m_axis_cpl", rng, backpressure)
-        self.dut = dut
-        return self
+
+    async def reset(self):
+        """Reset, then a read/write window over the first half of the remote memory and a
+        read-only one over the next quarter."""
+        await super().reset()
+        lines = (1 << self.params["addr_width"]) // LINE_OCTETS
+        await self.csr.program_windows(self.target, [
+            Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
+            Window(lines // 2, lines // 4, csr.PERM_READ)])
+
+    async def completion(self):
+        return Completion.from_octets((await self.cpls.recv()).tdata)
 
     def expect(self, cmd):
         """The completion status of ``cmd``, applied to the models."""
@@ -93,7 +97,8 @@ def random_command(rng, ident, size, mtu, beat):
 @cocotb.test()
 async def random_messages(dut):
     rng = random.Random(cocotb.RANDOM_SEED)
-    tb = await Loopback.start(dut, rng, axi_pause=0.2, idle=0.3, backpressure=0.3)
+    tb = RdmaLoopbackTB(dut, rng, axi_pause=0.2, idle=0.3, backpressure=0.3)
+    await tb.reset()
     params = tb.params
     size, mtu, beat = 1 << params["addr_width"], params["mtu"], params["beat_octets"]
     messages = params["messages"]
@@ -105,7 +110,7 @@ async def random_messages(dut):
 
     async def collect():
         while True:
-            ident, status = completion((await tb.cpls.recv()).tdata)
+            ident, status = await tb.completion()
             if ident not in waiting:
                 wrong.append(f"completion of message {ident}, which is not outstanding")
                 continue
@@ -118,8 +123,8 @@ async def random_messages(dut):
 
     cocotb.start_soon(collect())
     for n in range(count):
-        while not free:
-            await RisingEdge(dut.clk)
+        if not free:
+            await tb.wait_until(lambda: free, None)
         ident = free.pop(rng.randrange(len(free)))
         if n % 40 == 39:
             free.append(ident)
@@ -128,13 +133,10 @@ async def random_messages(dut):
         waiting[ident] = (cmd, tb.expect(cmd))
         await tb.cmds.send(command_octets(cmd))
 
-    limit = params["timeout_cycles"] * 4 + 100 * count
-    for _ in range(limit):
-        await RisingEdge(dut.clk)
-        if not waiting and tb.cmds.idle():
-            break
-    else:
-        raise AssertionError(f"{len(waiting)} commands never completed: {list(waiting.values())}")
+    await tb.wait_until(lambda: not waiting and tb.cmds.idle(),
+                        params["timeout_cycles"] * 4 + 100 * count,
+                        lambda: f"{len(waiting)} commands never completed: "
+                                f"{list(waiting.values())}")
     await ClockCycles(dut.clk, 50)
     dut._log.info(", ".join(f"{name} {int(getattr(dut, f'count_{name}').value)}"
                             for name in RdmaRequester.COUNTERS))
@@ -160,7 +162,8 @@ async def random_messages(dut):
 async def latency(dut):
     """READ: command taken → READ_REQ's first beat; READ_REQ's last beat → AR valid."""
     rng = random.Random(cocotb.RANDOM_SEED + 1)
-    tb = await Loopback.start(dut, rng)
+    tb = RdmaLoopbackTB(dut, rng)
+    await tb.reset()
     cmd_log = TransferLog(dut, "s_axis_cmd", tb.counter)
     tx = TransferLog(dut, "tap_req", tb.counter)
     ar = ValidLog(dut.m_axi_arvalid, dut.clk, tb.counter)
@@ -173,7 +176,7 @@ async def latency(dut):
     for cmd in (read, write):
         assert tb.expect(cmd) == CompletionStatus.OK
         await tb.cmds.send(command_octets(cmd))
-        ident, status = completion((await tb.cpls.recv()).tdata)
+        ident, status = await tb.completion()
         assert (ident, status) == (cmd.id, CompletionStatus.OK)
     tb.assert_memories()
     read_req = tx.frame_starts[0] - cmd_log.transfers[0][0]

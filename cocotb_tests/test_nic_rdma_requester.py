@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import cocotb
 import pytest
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ClockCycles
 
 from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.nic.rdma_requester import RdmaRequester
@@ -24,9 +24,9 @@ from ethlink.rtl.wire import Opcode, Status
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_status
-from ethlink.sim.nic_tb import axi_ram, command_octets, completion
+from ethlink.sim.nic_tb import Completion, axi_ram, command_octets
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import axis_sink, axis_source, payload_frame, start
+from ethlink.sim.tb import TB, axis_sink, axis_source, payload_frame
 from ethlink.rtl.nic import csr
 
 EXPORT = "nic_rdma_requester"
@@ -41,24 +41,44 @@ def params():
             **export_params()}
 
 
+class RdmaRequesterTB(TB):
+    """``nic_rdma_requester`` (endpoint ``LOCAL``) with the test as the network: commands in
+    on ``cmds``, completions out on ``cpls``, request frames out on ``frames_out``, response
+    frames in on ``frames_in``, each stream paused ``pause`` of the time; the local memory
+    (``ram``, and ``local``: the octets it must hold, every AXI channel paused ``axi_pause``
+    of the time) and the remote NIC's, behind the golden RDMA target model (``target``: one
+    read/write window over its first three quarters)."""
+    def __init__(self, dut, rng, pause=0.0, axi_pause=0.0):
+        super().__init__(dut)
+        p = params()
+        size = 1 << p["addr_width"]
+        dut.local_id.value = LOCAL
+        dut.s_axis_fail_tvalid.value = 0    # nothing is unroutable here (test_nic_unreachable)
+        self.ram, self.local = axi_ram(dut, "m_axi", rng, axi_pause)
+        lines = size // LINE_OCTETS
+        self.target = RdmaTargetModel(
+            bytearray(rng.randbytes(size)),
+            [Window(0, lines * 3 // 4, csr.PERM_READ | csr.PERM_WRITE)], p["addr_width"],
+            p["mtu"], p["beat_octets"])
+        self.cmds = axis_source(dut, "s_axis_cmd", rng, pause)
+        self.cpls = axis_sink(dut, "m_axis_cpl", rng, pause)
+        self.frames_out = axis_sink(dut, "m_axis", rng, pause)
+        self.frames_in = axis_source(dut, "s_axis", rng, pause)
+
+    async def completion(self):
+        return Completion.from_octets((await self.cpls.recv()).tdata)
+
+
 @cocotb.test()
 async def bogus_responses(dut):
     p = params()
     rng = random.Random(cocotb.RANDOM_SEED)
     beat, mtu, messages = p["beat_octets"], p["mtu"], p["messages"]
     size = 1 << p["addr_width"]
-    dut.local_id.value = LOCAL
-    dut.s_axis_fail_tvalid.value = 0        # nothing is unroutable here (test_nic_unreachable)
-    await start(dut)
-    ram, local = axi_ram(dut, "m_axi", rng, axi_pause=0.2)
-    remote = bytearray(rng.randbytes(size))
-    lines = size // LINE_OCTETS
-    target = RdmaTargetModel(remote, [Window(0, lines * 3 // 4, csr.PERM_READ | csr.PERM_WRITE)],
-                             p["addr_width"], mtu, beat)
-    cmds = axis_source(dut, "s_axis_cmd", rng, 0.3)
-    cpls = axis_sink(dut, "m_axis_cpl", rng, 0.3)
-    frames_out = axis_sink(dut, "m_axis", rng, 0.3)
-    frames_in = axis_source(dut, "s_axis", rng, 0.3)
+    tb = RdmaRequesterTB(dut, rng, pause=0.3, axi_pause=0.2)
+    await tb.reset()
+    ram, local, target = tb.ram, tb.local, tb.target
+    cmds, frames_out, frames_in = tb.cmds, tb.frames_out, tb.frames_in
     slot = size // 2 // messages          # message id's local buffer: the lower half
     want = {"unexpected": 0, "mismatched": 0}
     plan = {}                               # id -> (command, status the test expects)
@@ -122,8 +142,8 @@ async def bogus_responses(dut):
     free = list(range(messages))
     count = 60
     for n in range(count):
-        while not free:
-            await RisingEdge(dut.clk)
+        if not free:
+            await tb.wait_until(lambda: free, None)
         ident = free.pop(rng.randrange(len(free)))
         read = rng.random() < 0.5
         length = rng.choice([rng.randint(1, 64), rng.randint(1, min(slot, 3 * mtu))])
@@ -139,7 +159,7 @@ async def bogus_responses(dut):
         await cmds.send(command_octets(cmd))
         # Wait for the completion: message ids are reused, and a stale READ_RSP of the last
         # message of this id is replayed (other data) once it has completed.
-        got_id, got = completion((await cpls.recv()).tdata)
+        got_id, got = await tb.completion()
         assert got_id == ident, f"completion of {got_id}, {ident} outstanding"
         assert got == plan[ident][1], f"{cmd}: {got.name}, expected {plan[ident][1].name}"
         done.append(got)
@@ -149,12 +169,10 @@ async def bogus_responses(dut):
                              first=True, last=True, addr=cmd.remote, length=cmd.length,
                              offset=0, payload=rng.randbytes(cmd.length)), "unexpected")
             # Taken and dropped before the id can be outstanding again.
-            while not frames_in.idle():
-                await RisingEdge(dut.clk)
-            for _ in range(20):
-                await RisingEdge(dut.clk)
-    for _ in range(1000):
-        await RisingEdge(dut.clk)
+            if not frames_in.idle():
+                await tb.wait_until(frames_in.idle, None)
+            await ClockCycles(dut.clk, 20)
+    await ClockCycles(dut.clk, 1000)
     assert ram.read(0, size) == bytes(local), "local memory differs"
     for name, value in want.items():
         assert int(getattr(dut, f"count_{name}").value) == value, name

@@ -22,9 +22,10 @@ from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_frames
-from ethlink.sim.nic_tb import program_windows, setup
+from ethlink.sim.nic_tb import CsrBus, gpu_memory
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import StreamChecker, axis_sink, axis_source, payload_frame, wait_idle
+from ethlink.sim.tb import (TB, StreamChecker, axis_sink, axis_source, payload_frame,
+                            wait_idle)
 
 EXPORT = "nic_rdma_target"
 LOCAL = 0x155
@@ -37,27 +38,34 @@ def params():
             **export_params()}
 
 
-class Target:
-    """The DUT's streams, memory and the model beside it."""
-    @classmethod
-    async def start(cls, dut, rng, idle=0.0, backpressure=0.0, axi_pause=0.0):
-        self = cls()
+class RdmaTargetTB(TB):
+    """``nic_rdma_target``: request frames in on ``source`` (idle ``idle`` of the time),
+    responses out on ``sink`` (refusing ``backpressure`` of the beats, checked by
+    ``checker``), the memory (``ram``, every AXI channel paused ``axi_pause`` of the time) and
+    the golden RDMA target model beside it (``model``), which notes the responses it expects
+    (``expected``)."""
+    def __init__(self, dut, rng, idle=0.0, backpressure=0.0, axi_pause=0.0):
+        super().__init__(dut)
         self.p = params()
-        self.dut = dut
         self.rng = rng
-        self.counter, self.ram, ls_model = await setup(dut, rng, axi_pause)
+        self.csr = CsrBus(dut)
+        self.ram, ls_model = gpu_memory(dut, rng, axi_pause)
         self.size = 1 << self.p["addr_width"]
-        lines = self.size // LINE_OCTETS
         self.model = RdmaTargetModel(ls_model.memory, [], self.p["addr_width"], self.p["mtu"],
                                      self.p["beat_octets"], self.p["contexts"])
-        await program_windows(dut, self.model, [
-            Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
-            Window(lines // 2, lines // 4, csr.PERM_READ)])
         self.source = axis_source(dut, "s_axis", rng, idle)
         self.sink = axis_sink(dut, "m_axis", rng, backpressure)
         self.checker = StreamChecker(dut, "m_axis")
         self.expected = []
-        return self
+
+    async def reset(self):
+        """Reset, then a read/write window over the first half of memory and a read-only one
+        over the next quarter."""
+        await super().reset()
+        lines = self.size // LINE_OCTETS
+        await self.csr.program_windows(self.model, [
+            Window(0, lines // 2, csr.PERM_READ | csr.PERM_WRITE),
+            Window(lines // 2, lines // 4, csr.PERM_READ)])
 
     async def send(self, frame, octets=None):
         """Send ``frame`` (or the raw ``octets`` of a damaged one, which the model never
@@ -112,7 +120,8 @@ class Target:
 @cocotb.test()
 async def random_traffic(dut):
     rng = random.Random(cocotb.RANDOM_SEED)
-    tb = await Target.start(dut, rng, idle=0.3, backpressure=0.3, axi_pause=0.2)
+    tb = RdmaTargetTB(dut, rng, idle=0.3, backpressure=0.3, axi_pause=0.2)
+    await tb.reset()
     mtu = tb.p["mtu"]
     # Up to four messages at once (fewer than the contexts), their packets interleaved and
     # each message's packets in random order, with READ_REQs and bad frames between them.
@@ -179,7 +188,8 @@ async def contexts_and_stale(dut):
     """``contexts`` messages left open, one more refused (no_context), the open ones then
     completed; finally one message that never finishes is freed after ``timeout_cycles``."""
     rng = random.Random(cocotb.RANDOM_SEED + 1)
-    tb = await Target.start(dut, rng)
+    tb = RdmaTargetTB(dut, rng)
+    await tb.reset()
     mtu, contexts = tb.p["mtu"], tb.p["contexts"]
     messages = [tb.write_message(msg, PEERS[0], 2 * mtu, where=0)
                 for msg in range(contexts + 1)]

@@ -17,8 +17,8 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from ethlink.rtl.nic.reachability import ENDPOINT_IDS, Reachability
 from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
+from ethlink.sim.link_tb import lcw_tdata
 from ethlink.sim.models.path import ReachabilityModel, select_port
-from ethlink.sim.nic_tb import lcw_tdata
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import start
 

@@ -16,7 +16,7 @@ from ethlink.rtl.switch import csr
 from ethlink.rtl.switch.core import ZERO_LOAD_LATENCY
 from ethlink.sim.models import fcs, with_bad_version, with_bad_opcode, with_bad_size, FCS_OCTETS
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.switch_tb import SwitchHarness, make_body
+from ethlink.sim.switch_tb import SwitchTB, make_body
 
 EXPORT = "switch_core"
 KINDS = ("load", "store", "load_rsp", "write", "read_rsp")
@@ -28,7 +28,7 @@ def setup(dut, seed, **options):
     params = export_params()
     radix = params.get("radix", 8)
     rng = random.Random(seed)
-    return SwitchHarness(dut, radix, rng, **options), rng, radix
+    return SwitchTB(dut, radix, rng, **options), rng, radix
 
 
 def program_routes(h, radix):
@@ -70,7 +70,7 @@ async def registers(dut):
     """ID, build parameters, port configuration read back; a route to a port at or above
     the radix is stored as no route."""
     h, rng, radix = setup(dut, 1)
-    await h.start()
+    await h.reset()
     values = await h.read_all([csr.ID, csr.PARAMS])
     assert values[0] == csr.ID_VALUE
     params = export_params()
@@ -97,7 +97,7 @@ async def zero_load_latency(dut):
     """One frame at a time between every pair of ports: first beat out exactly
     ZERO_LOAD_LATENCY cycles after first beat in, then one beat per cycle."""
     h, rng, radix = setup(dut, 2)
-    await h.start()
+    await h.reset()
     program_routes(h, radix)
     traffic = Traffic(h, rng, radix)
     await ClockCycles(dut.clk, radix * ENDPOINTS_PER_PORT + 4)
@@ -117,7 +117,7 @@ async def run_traffic(dut, seed, pick_egress, frames, *, idle=0.3, backpressure=
     back-pressure; a fraction ``bad`` of them malformed, unroutable, spoofed or crossing
     partitions."""
     h, rng, radix = setup(dut, seed, idle=idle, backpressure=backpressure)
-    await h.start()
+    await h.reset()
     program_routes(h, radix)
     traffic = Traffic(h, rng, radix)
     unroutable = radix * ENDPOINTS_PER_PORT          # no route programmed
@@ -196,7 +196,7 @@ async def route_changes_under_traffic(dut):
     """Routes and partitions are rewritten while frames flow; each frame follows the tables
     as they were when its first beat arrived (the model is told each write in its cycle)."""
     h, rng, radix = setup(dut, 7, idle=0.2, backpressure=0.2)
-    await h.start()
+    await h.reset()
     program_routes(h, radix)
     traffic = Traffic(h, rng, radix)
     await ClockCycles(dut.clk, radix * ENDPOINTS_PER_PORT + 8)

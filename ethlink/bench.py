@@ -692,7 +692,7 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     from .rtl.nic.ls_responder import LsTarget
     from .rtl.nic.reachability import Reachability
     from .sim.nic_blocks import measure_fail_latency
-    from .sim.nic_tb import PAIR_PARAMS
+    from .sim.nic_pair_tb import PAIR_PARAMS
     from .sim.runner import run_bench
     runs = [run_bench("nic_ls_target", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
                       testcase="back_to_back",
@@ -778,7 +778,7 @@ def run_nic_pair(scenario):
     """The ``pair`` bench of two NICs back to back (the tests' ``nic_pair`` build); returns its
     result with the request latencies summarised (min, p50, p99, max, mean)."""
     from .sim.demo import percentiles
-    from .sim.nic_tb import PAIR_PARAMS
+    from .sim.nic_pair_tb import PAIR_PARAMS
     from .sim.runner import run_bench
     raw = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="pair",
                     scenario=scenario, prefix="bench-nic-")
@@ -794,7 +794,7 @@ def run_nic_pair(scenario):
 
 def run_rdma_goodput(scenario):
     """The ``rdma_goodput`` bench of the NIC pair; octets per cycle by op and message size."""
-    from .sim.nic_tb import PAIR_PARAMS
+    from .sim.nic_pair_tb import PAIR_PARAMS
     from .sim.runner import run_bench
     raw = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="rdma_goodput",
                     scenario=scenario, prefix="bench-nic-")

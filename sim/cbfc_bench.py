@@ -27,8 +27,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from ethlink.sim.cbfc_tb import CBFC_PAIR_PARAMS, VcFlow, vc_body, vc_counter
-from ethlink.sim.link_tb import counter, setup_pair
+from ethlink.sim.cbfc_tb import CBFC_PAIR_PARAMS, CbfcPairTB, VcFlow, vc_body
 from ethlink.sim.tb import CLOCK_NS
 
 _SCENARIO = json.loads(os.environ.get("ETHLINK_SCENARIO") or "{}")
@@ -48,7 +47,7 @@ def _write():
 
 def _drain_outputs(dut):
     """Every output drained (only VC 0 A → B has a sink). Stray inputs left valid by the
-    previous point's source are cleared by ``setup_pair``."""
+    previous point's source are cleared by :class:`~ethlink.sim.cbfc_tb.CbfcPairTB`."""
     for vc in range(VCS):
         for end in "ab":
             getattr(dut, f"m_axis_vc{vc}_{end}_tready").value = 1
@@ -80,11 +79,11 @@ def steady_goodput(cycles, body_octets):
     return (last - first) * body_octets / (8 * (cycles[last] - cycles[first]))
 
 
-def _snapshot(dut, cycle):
-    return {"cycle": cycle,
-            "stall_cycles": vc_counter(dut, "a_count_stall_cycles", 0),
-            "updates_sent": counter(dut, "b_count_updates_sent"),
-            "syncs_sent": counter(dut, "a_count_syncs_sent")}
+def _snapshot(tb):
+    return {"cycle": tb.counter.now,
+            "stall_cycles": tb.a.element("count_stall_cycles", 0),
+            "updates_sent": tb.b.value("count_updates_sent"),
+            "syncs_sent": tb.a.value("count_syncs_sent")}
 
 
 @cocotb.test()
@@ -94,7 +93,9 @@ async def throughput(dut, delay, credits):
     body_octets = _SCENARIO.get("body_octets", 256)
     rng = random.Random(seed * 1000 + delay * 200 + credits)
     _drain_outputs(dut)
-    clock = await setup_pair(dut, seed=seed, delay=delay, credits=credits)
+    tb = CbfcPairTB(dut, VCS, seed=seed, delay=delay, credits=credits)
+    await tb.reset()
+    clock = tb.counter
     flow = VcFlow(dut, "a", "b", 0, rng)
     state = {"stop": False}
     cocotb.start_soon(_feed(flow, rng, body_octets, state))
@@ -108,10 +109,10 @@ async def throughput(dut, delay, credits):
     await ClockCycles(dut.clk, 2 * delay + _SCENARIO.get("settle_cycles", 300))
 
     window = _SCENARIO.get("window_cycles", 8000)
-    before = _snapshot(dut, clock.now)
+    before = _snapshot(tb)
     first = len(flow.arrivals)
     await ClockCycles(dut.clk, window)
-    after = _snapshot(dut, clock.now)
+    after = _snapshot(tb)
     arrivals = [t / CLOCK_NS for t in flow.arrivals[first:]]
     state["stop"] = True
 
@@ -128,11 +129,10 @@ async def throughput(dut, delay, credits):
         "frames_sent": len(score.sent), "frames_delivered": verdict["frames_delivered"],
         "lost": verdict["lost"], "duplicated": verdict["duplicated"],
         "reordered": verdict["reordered"], "corrupted": score.corrupted,
-        "overruns": sum(vc_counter(dut, f"{end}_count_overruns", vc)
-                        for end in "ab" for vc in range(VCS)),
-        "dropped": vc_counter(dut, "a_count_frames_dropped", 0),
-        "occupancy_high": vc_counter(dut, "b_count_occupancy_high", 0),
-        "rtt_cycles": counter(dut, "a_rtt") if counter(dut, "a_rtt_valid") else None,
+        "overruns": sum(sum(end.elements("count_overruns", VCS)) for end in tb.ends()),
+        "dropped": tb.a.element("count_frames_dropped", 0),
+        "occupancy_high": tb.b.element("count_occupancy_high", 0),
+        "rtt_cycles": tb.a.value("rtt") if tb.a.value("rtt_valid") else None,
     }
     _results[f"{delay}/{credits}"] = point
     _write()

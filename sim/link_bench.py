@@ -22,8 +22,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from ethlink.rtl.wire import LcwType, XgmiiControl
-from ethlink.sim.link_tb import (Direction, bring_up, counter, run_traffic, set_ber, setup_pair,
-                                 state_report)
+from ethlink.sim.link_tb import LinkEndTB, LinkPairTB
 from ethlink.sim.models.mac import frame_words
 from ethlink.sim.models.transcode import IDLE_WORD
 from ethlink.sim.tb import CLOCK_NS, axis_sink, axis_source, start
@@ -42,7 +41,8 @@ def _is_start(data, ctrl):
 
 
 async def _first_cycle(dut, clock, condition, limit=10_000):
-    """Cycle number of the first cycle (from now) in which ``condition()`` holds."""
+    """Cycle number of the first cycle (from now) in which ``condition()`` holds (sampled
+    after the edge, once the design has settled)."""
     for _ in range(limit):
         await RisingEdge(dut.clk)
         await ReadOnly()
@@ -87,7 +87,9 @@ async def mac_rx_timing(dut):
 @cocotb.test()
 async def end_timing(dut):
     rng = random.Random(3)
-    clock, partner = await bring_up(dut, replay_timeout=100_000)
+    tb = LinkEndTB(dut, replay_timeout=100_000)
+    await tb.reset()
+    clock, partner = tb.counter, tb.partner
     sink = axis_sink(dut, "m_axis")
     source = axis_source(dut, "s_axis")
     result = {}
@@ -135,33 +137,32 @@ async def end_timing(dut):
 async def goodput(dut):
     scenario = json.loads(os.environ["ETHLINK_SCENARIO"])
     rng = random.Random(scenario["seed"])
-    await setup_pair(dut, seed=scenario["seed"])
-    dirs = [Direction(dut, "a", "b", rng), Direction(dut, "b", "a", rng)]
+    tb = LinkPairTB(dut, seed=scenario["seed"])
+    await tb.reset()
+    dirs = tb.directions(rng)
     await ClockCycles(dut.clk, 3000)          # INIT done, first round trips measured
     points = {}
     index = 0
     body = scenario["body_octets"]
     for ber in scenario["bers"]:
-        for line in ("ab", "ba"):
-            set_ber(dut, line, ber, scenario["line_bits"])
-        flipped = counter(dut, "ab_count_flipped_bits") + counter(dut, "ba_count_flipped_bits")
-        replays = counter(dut, "a_count_replays") + counter(dut, "b_count_replays")
-        cycles = await run_traffic(dut, dirs, rng, scenario["frames"], body,
-                                   scenario["timeout_cycles"], first_index=index, fixed=True)
+        tb.set_ber(ber, scenario["line_bits"])
+        flipped = tb.line_total("count_flipped_bits")
+        replays = tb.total("count_replays")
+        cycles = await tb.run_traffic(dirs, rng, scenario["frames"], body,
+                                      scenario["timeout_cycles"], first_index=index, fixed=True)
         index += scenario["frames"]
         if cycles is None:
             raise AssertionError(f"BER {ber}: not delivered in {scenario['timeout_cycles']} "
                                  f"cycles: {[d.delivered() for d in dirs]} of {index}; "
                                  f"{[d.score.verdict() for d in dirs]}; "
-                                 f"{state_report(dut)}")
+                                 f"{tb.state_report()}")
         # Steady state: from the first arrival of the batch to its last, per direction (the
         # ramp-up and the last frame's trip are latency, not throughput).
         rates = []
         for d in dirs:
             times = d.arrivals[-scenario["frames"]:]
             rates.append((len(times) - 1) * body / ((times[-1] - times[0]) / CLOCK_NS) / 8)
-        flipped = counter(dut, "ab_count_flipped_bits") + counter(dut, "ba_count_flipped_bits") \
-            - flipped
+        flipped = tb.line_total("count_flipped_bits") - flipped
         points[str(ber)] = {
             "ber_set": ber,
             # Bits on each line: one beat per cycle, or 34 per 40 cycles through the FEC.
@@ -170,11 +171,9 @@ async def goodput(dut):
             "cycles": cycles,
             "frames_each_way": scenario["frames"],
             "goodput": round(min(rates), 4),
-            "replays": counter(dut, "a_count_replays") + counter(dut, "b_count_replays")
-            - replays,
+            "replays": tb.total("count_replays") - replays,
         }
-    for line in ("ab", "ba"):
-        set_ber(dut, line, 0)
+    tb.set_ber(0)
     await ClockCycles(dut.clk, 2000)
     first = 0
     for point in points.values():
@@ -186,5 +185,5 @@ async def goodput(dut):
     verdicts = [d.score.verdict() for d in dirs]
     total = {key: sum(v[key] for v in verdicts) for key in (
         "frames_sent", "frames_delivered", "lost", "duplicated", "reordered", "corrupted")}
-    _write({"points": points, **total, "rtt_cycles": counter(dut, "a_rtt"),
-            "flushes": counter(dut, "a_count_flushes") + counter(dut, "b_count_flushes")})
+    _write({"points": points, **total, "rtt_cycles": tb.a.value("rtt"),
+            "flushes": tb.total("count_flushes")})

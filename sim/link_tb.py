@@ -1,5 +1,6 @@
-"""Traffic and scoreboard for a pair of link ends (export ``link_pair``), shared by the link
-tests and ``ethlink bench link``.
+"""Harnesses of the link layer, shared by the link tests and ``ethlink bench link``: a pair of
+link ends (:class:`LinkPairTB`, export ``link_pair``) with its traffic and scoreboards, and one
+link end against a scripted partner (:class:`LinkEndTB`, export ``link_end``).
 
 Every frame body carries its index in its first four octets, so the receiving side can tell a
 lost, duplicated or reordered frame from a good one without any help from the design. A
@@ -14,15 +15,16 @@ from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from ethlink.rtl.link.llr_tx import TxState
-from ethlink.rtl.wire import LLR_PAYLOAD, LcwType
+from ethlink.rtl.link.layouts import LcwLayout
+from ethlink.rtl.wire import LLR_PAYLOAD, LcwType, lanes_to_value
 from ethlink.sim.models.mac import RxFrame, RxLcw, decode_xgmii, frame_words, lcw_word
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 
 from ethlink.sim.models.channel import threshold_for_ber
-from ethlink.sim.tb import axis_sink, axis_source, start
+from ethlink.sim.tb import TB, Ports, axis_sink, axis_source
 
-__all__ = ["LINE_BITS", "SEQ_MOD", "Partner", "tagged_body", "Scoreboard", "Direction", "setup_pair", "set_ber",
-           "counter", "state_report", "run_traffic", "seq_of", "bring_up"]
+__all__ = ["LINE_BITS", "SEQ_MOD", "tagged_body", "Scoreboard", "Direction", "set_ber",
+           "setup_line", "LinkPairTB", "lcw_tdata", "Partner", "seq_of", "LinkEndTB"]
 
 #: Bits of one XGMII word on the line (64 data + 8 control flags), the channel's width.
 LINE_BITS = 72
@@ -117,72 +119,103 @@ class Direction:
         return len(set(self.score.received))
 
 
-def set_ber(dut, line, ber, width=LINE_BITS, injectors=4):
-    """Set line ``line`` ("ab" or "ba") of ``width`` bits per beat (72: an XGMII word; 80:
-    eight FEC symbols) to raw bit error rate ``ber`` (per line bit)."""
-    getattr(dut, f"{line}_error_threshold").value = threshold_for_ber(ber, width, injectors)
+def lcw_tdata(lcw_type, payload):
+    """``tdata`` of an LCW stream beat: the LcwLayout value (type in bits 7:0, P above) in the
+    export's lane order."""
+    return lanes_to_value(lcw_type | payload << 8, LcwLayout().size // 8)
 
 
-async def setup_pair(dut, seed=1, ber=0.0, replay_timeout=0, delay=None, credits=0):
-    """Clock, reset and the controls of both ends and both lines; returns the cycle counter.
-    ``delay`` sets the lines' delay where it is a run-time input (``max_delay`` builds);
-    ``credits`` the credits each CBFC end advertises per VC (0: its whole buffer)."""
-    for end in "ab":
-        getattr(dut, f"{end}_enable").value = 1
-        getattr(dut, f"{end}_replay_timeout").value = replay_timeout
-        if hasattr(dut, f"{end}_rx_credits"):
-            getattr(dut, f"{end}_rx_credits").value = credits
-    for n, line in enumerate(("ab", "ba")):
-        set_ber(dut, line, ber)
-        getattr(dut, f"{line}_burst_length").value = 0
-        getattr(dut, f"{line}_burst").value = 0
-        getattr(dut, f"{line}_link_up").value = 1
-        getattr(dut, f"{line}_seed").value = seed * 2 + n + 1
-        getattr(dut, f"{line}_reseed").value = 0
-        if hasattr(dut, f"{line}_delay"):
-            getattr(dut, f"{line}_delay").value = 8 if delay is None else delay
-    if hasattr(dut, "fec_bypass"):
-        dut.fec_bypass.value = 0
-    # A source of an earlier test in this simulation may have left a beat offered.
-    for handle in dut:
-        name = handle._name
-        if name.startswith("s_axis") and name.endswith("_tvalid"):
-            handle.value = 0
-    return await start(dut)
+def set_ber(line, ber, width=LINE_BITS, injectors=4):
+    """Set ``line`` (its :class:`~ethlink.sim.tb.Ports`) of ``width`` bits per beat (72: an
+    XGMII word; 80: eight FEC symbols) to raw bit error rate ``ber`` (per line bit)."""
+    line["error_threshold"].value = threshold_for_ber(ber, width, injectors)
 
 
-def counter(dut, name):
-    return int(getattr(dut, name).value)
+def setup_line(line, ber, seed, delay=None):
+    """The controls of a line model (its :class:`~ethlink.sim.tb.Ports`): up, raw bit error
+    rate ``ber``, no burst, its error generator seeded with ``seed``, and ``delay`` cycles of
+    delay where that is a run-time input (``max_delay`` builds) and ``delay`` is given."""
+    set_ber(line, ber)
+    line.set(burst_length=0, burst=0, link_up=1, seed=seed, reseed=0)
+    if delay is not None and "delay" in line:
+        line.set(delay=delay)
 
 
-def state_report(dut):
-    """States and the LLR counters of both ends, for a failure message."""
-    names = ("tx_state", "rx_state", "failed", "rtt", "count_frames_sent",
-             "count_frames_replayed", "count_replays", "count_timeouts", "count_flushes",
-             "count_inits_sent", "count_inits_received", "count_out_of_window",
-             "count_nacks_sent", "count_nacks_received", "count_acks_sent",
-             "count_acks_received", "count_frames_received", "count_bad_frames",
-             "count_duplicates", "count_seq_errors", "count_discarded", "count_overflows",
-             "count_mac_tx_underruns", "count_mac_tx_aborts", "count_mac_rx_bad_starts",
-             "count_mac_rx_truncated")
-    return "; ".join(f"{end}: " + ", ".join(
-        f"{n.removeprefix('count_')}={counter(dut, f'{end}_{n}')}" for n in names)
-        for end in "ab")
+class LinkPairTB(TB):
+    """Two link ends back to back (``link_pair``, ``cbfc_pair``): the ends ``a`` and ``b`` and
+    the lines ``ab`` (A to B) and ``ba`` (their :class:`~ethlink.sim.tb.Ports`), every control
+    driven: both ends enabled with ``replay_timeout`` (and, on CBFC ends, advertising
+    ``credits`` per VC; 0: the whole buffer), both lines up with raw bit error rate ``ber``,
+    their error generators seeded from ``seed`` and their delay ``delay`` (8 by default) where
+    it is a run-time input."""
+    def __init__(self, dut, seed=1, ber=0.0, replay_timeout=0, delay=None, credits=0):
+        super().__init__(dut)
+        self.a, self.b = Ports(dut, "a_"), Ports(dut, "b_")
+        self.ab, self.ba = Ports(dut, "ab_"), Ports(dut, "ba_")
+        for end in (self.a, self.b):
+            end.set(enable=1, replay_timeout=replay_timeout)
+            if "rx_credits" in end:
+                end.set(rx_credits=credits)
+        for n, line in enumerate(self.lines()):
+            setup_line(line, ber, seed * 2 + n + 1, delay=8 if delay is None else delay)
+        if hasattr(dut, "fec_bypass"):
+            dut.fec_bypass.value = 0
+        # A source of an earlier test in this simulation may have left a beat offered.
+        for handle in dut:
+            name = handle._name
+            if name.startswith("s_axis") and name.endswith("_tvalid"):
+                handle.value = 0
 
+    def ends(self):
+        return (self.a, self.b)
 
-async def run_traffic(dut, directions, rng, frames, max_octets, timeout_cycles,
-                      first_index=0, fixed=False):
-    """Send frames ``first_index`` … ``first_index + frames − 1`` in each direction and wait
-    until each has delivered as many frames (or ``timeout_cycles`` pass); returns the cycles it
-    took, or ``None`` on timeout. Arrivals are counted, not checked: the scoreboard's verdict
-    tells whether they were the right ones."""
-    for direction in directions:
-        cocotb.start_soon(direction.send(rng, frames, max_octets, first_index, fixed))
-    for cycle in range(timeout_cycles):
-        await RisingEdge(dut.clk)
-        if all(len(d.score.received) >= first_index + frames for d in directions):
-            return cycle + 1
-    return None
+    def lines(self):
+        return (self.ab, self.ba)
+
+    def total(self, name):
+        """Counter ``name`` of both ends added."""
+        return sum(end.value(name) for end in self.ends())
+
+    def line_total(self, name):
+        """Counter ``name`` of both lines added."""
+        return sum(line.value(name) for line in self.lines())
+
+    def set_ber(self, ber, width=LINE_BITS):
+        """Both lines to raw bit error rate ``ber``."""
+        for line in self.lines():
+            set_ber(line, ber, width)
+
+    def directions(self, rng, idle=0.0, backpressure=0.0):
+        """The two :class:`Direction` of the pair's traffic, A to B and B to A."""
+        return [Direction(self.dut, "a", "b", rng, idle, backpressure),
+                Direction(self.dut, "b", "a", rng, idle, backpressure)]
+
+    def state_report(self):
+        """States and the LLR counters of both ends, for a failure message."""
+        names = ("tx_state", "rx_state", "failed", "rtt", "count_frames_sent",
+                 "count_frames_replayed", "count_replays", "count_timeouts", "count_flushes",
+                 "count_inits_sent", "count_inits_received", "count_out_of_window",
+                 "count_nacks_sent", "count_nacks_received", "count_acks_sent",
+                 "count_acks_received", "count_frames_received", "count_bad_frames",
+                 "count_duplicates", "count_seq_errors", "count_discarded", "count_overflows",
+                 "count_mac_tx_underruns", "count_mac_tx_aborts", "count_mac_rx_bad_starts",
+                 "count_mac_rx_truncated")
+        return "; ".join(f"{end}: " + ", ".join(
+            f"{n.removeprefix('count_')}={ports.value(n)}" for n in names)
+            for end, ports in zip("ab", self.ends()))
+
+    async def run_traffic(self, directions, rng, frames, max_octets, timeout_cycles,
+                          first_index=0, fixed=False, expect=None):
+        """Send frames ``first_index`` … ``first_index + frames − 1`` on each direction (or
+        flow) and wait until each has delivered ``expect`` frames (default: as many as were
+        sent) or ``timeout_cycles`` pass; returns the cycles it took, or ``None`` on timeout.
+        Arrivals are counted, not checked: the scoreboard's verdict tells whether they were
+        the right ones."""
+        for direction in directions:
+            cocotb.start_soon(direction.send(rng, frames, max_octets, first_index, fixed))
+        goal = first_index + frames if expect is None else expect
+        return await self.wait_until(
+            lambda: all(len(d.score.received) >= goal for d in directions), timeout_cycles)
 
 
 class Partner:
@@ -246,23 +279,24 @@ def seq_of(payload):
     return LLR_PAYLOAD.from_int(payload)["seq"]
 
 
-async def bring_up(dut, replay_timeout=0):
-    """Reset a ``link_end``, answer its LLR_INIT as a partner would, and return
-    ``(cycle counter, partner)`` once it is in ADVANCE."""
-    dut.enable.value = 1
-    dut.replay_timeout.value = replay_timeout
-    dut.s_axis_lcw_tvalid.value = 0
-    counter = await start(dut)
-    partner = Partner(dut, counter)
-    for _ in range(200):
-        await RisingEdge(dut.clk)
+class LinkEndTB(TB):
+    """One ``link_end`` against a scripted :class:`Partner`: :meth:`reset` resets it, answers
+    its LLR_INIT as a partner would and returns once it is in ADVANCE."""
+    def __init__(self, dut, replay_timeout=0):
+        super().__init__(dut)
+        dut.enable.value = 1
+        dut.replay_timeout.value = replay_timeout
+        dut.s_axis_lcw_tvalid.value = 0
+        self.partner = None
+
+    async def reset(self, cycles=4):
+        await super().reset(cycles)
+        self.partner = partner = Partner(self.dut, self.counter)
+        await self.wait_until(lambda: partner.lcws(LcwType.LLR_INIT), 200,
+                              "no LLR_INIT after reset")
         inits = partner.lcws(LcwType.LLR_INIT)
-        if inits:
-            break
-    assert inits, "no LLR_INIT after reset"
-    assert seq_of(inits[0].payload) == 0 and inits[0].crc_ok
-    assert int(dut.tx_state.value) == TxState.INIT.value
-    partner.send_lcw(LcwType.LLR_INIT_ECHO, payload=inits[0].payload)
-    await ClockCycles(dut.clk, 10)
-    assert int(dut.tx_state.value) == TxState.ADVANCE.value
-    return counter, partner
+        assert seq_of(inits[0].payload) == 0 and inits[0].crc_ok
+        assert int(self.dut.tx_state.value) == TxState.INIT.value
+        partner.send_lcw(LcwType.LLR_INIT_ECHO, payload=inits[0].payload)
+        await ClockCycles(self.clk, 10)
+        assert int(self.dut.tx_state.value) == TxState.ADVANCE.value

@@ -14,23 +14,22 @@ that differ from the golden target model (which must be 0).
 import json
 import os
 import random
+from dataclasses import asdict
 
 import cocotb
 from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
-from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
-from ethlink.sim.models.nic import LINE_OCTETS, Window
+from ethlink.sim.models.nic import LINE_OCTETS
 from ethlink.sim.models.rdma import RdmaCommand
-from ethlink.sim.nic_tb import (LoopbackPorts, NicPairSides, RdmaAreas, ValidLog,
-                                collect_completions, issue, nic_params, open_memory,
-                                probe_latency, random_requests, request_octets,
-                                run_link_loss, run_rdma)
+from ethlink.sim.nic_pair_scenarios import probe_latency, run_link_loss
+from ethlink.sim.nic_pair_tb import NicPairTB, RdmaAreas, nic_params, random_requests, run_rdma
+from ethlink.sim.nic_tb import LsLoopbackTB, LsRequest, LsTargetTB
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import TransferLog, axis_sink, axis_source, wait_idle
+from ethlink.sim.tb import TransferLog, ValidLog, wait_idle
 
 
 @cocotb.test()
@@ -42,10 +41,11 @@ async def back_to_back(dut):
     size = LsSize(scenario.get("size", 0))
     count = scenario.get("count", 100)
     rng = random.Random(scenario.get("seed", 1))
-    counter, ram, model = await open_memory(dut, rng)
-    memory_lines = (1 << params["addr_width"]) // LINE_OCTETS
-    source = axis_source(dut, "s_axis")
-    sink = axis_sink(dut, "m_axis")
+    tb = LsTargetTB(dut, rng)
+    await tb.reset()
+    await tb.open_memory()
+    counter, ram, model, source, sink = tb.counter, tb.ram, tb.model, tb.source, tb.sink
+    memory_lines = tb.memory_lines
     frames_in = TransferLog(dut, "s_axis", counter)
     frames_out = TransferLog(dut, "m_axis", counter)
     issue = ValidLog(dut.m_axi_arvalid if opcode == Opcode.LOAD_REQ else dut.m_axi_awvalid,
@@ -94,14 +94,13 @@ async def round_trip(dut):
     """On ``nic_ls_loopback``: one 64-octet load, then one 64-octet store, each alone: the
     requester's TX and RX latencies and the round trip (request taken → completion valid)."""
     rng = random.Random(1)
-    dut.local_id.value, dut.drop_dst.value = 1, 0xFFF
-    counter, ram, model = await open_memory(dut, rng)
-    p = LoopbackPorts(dut, counter)
+    p = LsLoopbackTB(dut, rng, local_id=1, drop_dst=0xFFF)
+    await p.reset()
+    await p.open_memory()
     result = {}
-    for n, store in enumerate((0, 1)):
-        await p.reqs.send(request_octets(store, 0, 2, n, 64 * n))
-        if store:
-            await p.data.send(AxiStreamFrame(rng.randbytes(64)))
+    for n, store in enumerate((False, True)):
+        await p.send(LsRequest(store, LsSize.B64, 2, n, 64 * n,
+                               rng.randbytes(64) if store else b""))
         await wait_idle(dut, [p.reqs, p.data], [(p.cpls, 1)])
         await p.cpls.recv()
         if not store:
@@ -128,15 +127,16 @@ async def pair(dut):
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     params = export_params()
     rng = random.Random(scenario.get("seed", 1))
-    pair = await NicPairSides.start(dut, rng, ber=scenario.get("ber", 0.0))
+    pair = NicPairTB(dut, rng, ber=scenario.get("ber", 0.0))
+    await pair.reset()
     lines = pair.memory_lines
-    await pair.program_windows([Window(0, lines, csr.PERM_READ | csr.PERM_WRITE)])
+    await pair.open_memories()
     rdma_commands = scenario.get("rdma_commands", 0)
-    areas = RdmaAreas(1 << params["addr_width"], nic_params()["messages"])
+    areas = RdmaAreas.of_build()
     await pair.program_rdma_windows(areas.windows())
     await pair.wait_links()
-    result = {"load": await probe_latency(dut, pair, store=False, tag=0),
-              "store": await probe_latency(dut, pair, store=True, tag=1)}
+    result = {"load": await probe_latency(pair, store=False, tag=0),
+              "store": await probe_latency(pair, store=True, tag=1)}
     first_tag = 2               # after the two probes' tags
 
     # Tags are not reused: at most tags - first_tag requests per NIC after the probes.
@@ -147,11 +147,11 @@ async def pair(dut):
             for side in pair.sides}
     # With RDMA running, L/S keeps to the first quarter of memory, which RDMA leaves alone.
     ls_lines = areas.local // LINE_OCTETS if rdma_commands else lines
-    requests = {side.name: list(random_requests(rng, count, ls_lines, first_tag))
+    requests = {side.name: list(random_requests(rng, count, ls_lines, side.peer.id, first_tag))
                 for side in pair.sides}
     start = pair.counter.now
     rdma = [cocotb.start_soon(run_rdma(side, rng, rdma_commands)) for side in pair.sides]
-    tasks = [cocotb.start_soon(issue(side, requests[side.name], window))
+    tasks = [cocotb.start_soon(side.issue(requests[side.name], window))
              for side in pair.sides]
     expected = {side.name: await task for side, task in zip(pair.sides, tasks)}
     await wait_idle(dut, [s for side in pair.sides for s in (side.reqs, side.data)],
@@ -162,17 +162,16 @@ async def pair(dut):
     cycles = pair.counter.now - start
     errors, latencies, octets = [], [], 0
     for side in pair.sides:
-        order, side_errors = await collect_completions(side, expected[side.name])
+        order, side_errors = await side.collect_completions(expected[side.name])
         errors += side_errors
-        if side.peer.ram.read(0, len(side.peer.model.memory)) != bytes(side.peer.model.memory):
+        if not side.peer.memory_matches():
             errors.append(f"{side.peer.name}: memory differs from the model")
         taken = [cycle for cycle, _ in logs[side.name][0].transfers]
         done = [cycle for cycle, _ in logs[side.name][1].transfers]
         # Requests were taken in tag order from first_tag; completions in ``order``.
         latencies += [done[k] - taken[tag - first_tag] for k, tag in enumerate(order)]
-        octets += sum(LsSize(size).octets for _, size, _, _, _ in requests[side.name])
-    replays = sum(side.value(f"p{p}_count_replays") for side in pair.sides
-                  for p in range(pair.ports))
+        octets += sum(LsSize(request.size).octets for request in requests[side.name])
+    replays = pair.port_total("count_replays")
     statuses = [status.name for run in rdma for status in run.statuses]
     errors += [error for run in rdma for error in run.errors]
     result.update({
@@ -202,8 +201,9 @@ async def rdma_goodput(dut):
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     params = nic_params()
     rng = random.Random(scenario.get("seed", 1))
-    pair = await NicPairSides.start(dut, rng, ber=scenario.get("ber", 0.0))
-    areas = RdmaAreas(1 << params["addr_width"], params["messages"])
+    pair = NicPairTB(dut, rng, ber=scenario.get("ber", 0.0))
+    await pair.reset()
+    areas = RdmaAreas.of_build()
     await pair.program_rdma_windows(areas.windows())
     await pair.wait_links()
     a, b = pair.sides
@@ -227,12 +227,11 @@ async def rdma_goodput(dut):
             result[op][size] = round(count * size / cycles, 3)
             result["windows"][size] = window
     for side in pair.sides:
-        if side.ram.read(0, len(side.model.memory)) != bytes(side.model.memory):
+        if not side.memory_matches():
             result["errors"].append(f"{side.name}: memory differs from the models")
     result["data_mismatches"] = len(result["errors"])
     result["errors"] = result["errors"][:10]
-    result["replays"] = sum(side.value(f"p{p}_count_replays") for side in pair.sides
-                            for p in range(pair.ports))
+    result["replays"] = pair.port_total("count_replays")
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)
 
@@ -247,9 +246,9 @@ async def failover(dut):
     (``data_mismatches``, must be 0)."""
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     rng = random.Random(scenario.get("seed", 1))
-    seen = await run_link_loss(dut, rng, scenario.get("requests", 120),
-                               credits=scenario.get("credits", 16),
-                               replay_timeout=scenario.get("replay_timeout", 100))
+    seen = asdict(await run_link_loss(dut, rng, scenario.get("requests", 120),
+                                      credits=scenario.get("credits", 16),
+                                      replay_timeout=scenario.get("replay_timeout", 100)))
     errors = seen.pop("errors")
     seen.update({"data_mismatches": len(errors), "errors": errors[:10]})
     with open(os.environ["ETHLINK_RESULT"], "w") as f:

@@ -2,7 +2,7 @@
 
 Each test reads its scenario from ``ETHLINK_SCENARIO`` and writes its figures to
 ``ETHLINK_RESULT`` (JSON). Every port behaves like its link (``ifg`` line pacing, see
-:class:`~ethlink.sim.switch_tb.SwitchHarness`), so throughput is a fraction of the line rate:
+:class:`~ethlink.sim.switch_tb.SwitchTB`), so throughput is a fraction of the line rate:
 XGMII words of the frames delivered (start word, frame, FCS, gap) over the words the egress
 lines could carry. Every run is checked against the golden model like the tests are: the
 figures include the frames lost and reordered, which must be 0.
@@ -16,7 +16,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from ethlink.sim.runner import export_params
-from ethlink.sim.switch_tb import SwitchHarness, make_body, line_words
+from ethlink.sim.switch_tb import SwitchTB, make_body, line_words
 
 #: Traffic mixes of the bench (frame kinds of :func:`~ethlink.sim.switch_tb.make_body`, drawn
 #: with equal chances): L/S requests and responses and RDMA packets up to 1 KiB, or L/S alone.
@@ -63,8 +63,8 @@ class Generator:
 async def _measure(dut, load, warmup, window, seed, mix, ifg=12):
     radix = export_params().get("radix", 8)
     rng = random.Random(seed)
-    h = SwitchHarness(dut, radix, rng, ifg=ifg)
-    await h.start(clear_ids=radix)
+    h = SwitchTB(dut, radix, rng, ifg=ifg)
+    await h.reset(clear_ids=radix)
     for e in range(radix):
         h.route(e, e)
     await ClockCycles(dut.clk, radix + 4)
@@ -102,8 +102,8 @@ async def zero_load(dut):
     out, in cycles."""
     radix = export_params().get("radix", 8)
     rng = random.Random(1)
-    h = SwitchHarness(dut, radix, rng)
-    await h.start(clear_ids=radix)
+    h = SwitchTB(dut, radix, rng)
+    await h.reset(clear_ids=radix)
     for e in range(radix):
         h.route(e, e)
     await ClockCycles(dut.clk, radix + 4)

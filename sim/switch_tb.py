@@ -1,6 +1,6 @@
 """Testbench of ``switch_core``, shared by its cocotb tests and ``ethlink bench switch``.
 
-:class:`SwitchHarness` drives every port and the register bus from one coroutine, cycle by
+:class:`SwitchTB` drives every port and the register bus from one coroutine, cycle by
 cycle (one coroutine instead of one bus model per port keeps a radix-8 run fast), and checks
 every frame leaving the switch against :class:`~ethlink.sim.models.switch.SwitchModel`:
 
@@ -15,7 +15,7 @@ sees them, so the model's decisions hold exactly even while routes change under 
 import collections
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from ethlink.rtl.regbus import word_value
 from ethlink.rtl.switch import csr
@@ -23,9 +23,9 @@ from ethlink.sim.models import Frame
 from ethlink.sim.models.mac import frame_words, gap_words
 from ethlink.sim.models.switch import SwitchModel
 from ethlink.rtl.wire import Opcode, LsSize
-from ethlink.sim.tb import start
+from ethlink.sim.tb import TB
 
-__all__ = ["SwitchHarness", "make_body", "line_words", "BEAT"]
+__all__ = ["SwitchTB", "make_body", "line_words", "BEAT"]
 
 BEAT = 8
 
@@ -81,8 +81,8 @@ class _Port:
         self.m_tready = getattr(dut, f"{m}_tready")
 
 
-class SwitchHarness:
-    """Everything around ``switch_core`` in one coroutine.
+class SwitchTB(TB):
+    """Everything around ``switch_core`` in one coroutine (started by :meth:`reset`).
 
     ``send(port, body)`` queues a frame at an ingress; ``write``/``read`` queue register bus
     operations (done in order, one per cycle). ``idle`` and ``backpressure`` are the chances
@@ -96,7 +96,7 @@ class SwitchHarness:
     out), ``errors`` (misrouted, reordered, unexpected or corrupted frames), :meth:`lost`.
     """
     def __init__(self, dut, radix, rng, *, idle=0.0, backpressure=0.0, ifg=None):
-        self.dut = dut
+        super().__init__(dut)
         self.radix = radix
         self.rng = rng
         self.idle = idle
@@ -117,23 +117,23 @@ class SwitchHarness:
         self._expected = [collections.defaultdict(collections.deque) for _ in range(radix)]
         self._origin = {}         # body -> deque of (ingress, cycle in)
 
-    async def start(self, clear_ids=256):
+    async def reset(self, clear_ids=256):
         """Reset the switch and start the cycle loop. The tables are block RAM, which reset
         does not clear: the entries of endpoints below ``clear_ids`` are written back to "no
         route, partition 0" first (the state the model starts from), so that tests sharing
         one simulation do not see each other's tables."""
-        await start(self.dut)
         for port in self.ports:
             port.s_tvalid.value = 0
             port.m_tready.value = 0
         self.dut.csr_we.value = 0
         self.dut.csr_re.value = 0
+        await super().reset()
         cocotb.start_soon(self._run())
         for endpoint in range(clear_ids):
             self.write(csr.ROUTE + endpoint, 0)
             self.write(csr.PARTITION + endpoint, 0)
-        while self.csr_ops or self._csr_inflight:
-            await RisingEdge(self.dut.clk)
+        if self.csr_ops or self._csr_inflight:
+            await self.wait_until(lambda: not (self.csr_ops or self._csr_inflight), None)
 
     # --- stimulus -------------------------------------------------------------------------
     def send(self, port, body):
@@ -159,20 +159,15 @@ class SwitchHarness:
     async def drain(self, timeout=200000):
         """Wait until every queued frame and bus operation is done and the switch is empty
         (no frame the model forwards is still missing, or ``timeout`` cycles passed)."""
-        for _ in range(timeout):
-            await RisingEdge(self.dut.clk)
-            if not self.busy() and self.lost() == 0:
-                break
-        for _ in range(8):          # a few cycles more: nothing unexpected may follow
-            await RisingEdge(self.dut.clk)
+        await self.wait_until(lambda: not self.busy() and self.lost() == 0, timeout)
+        await ClockCycles(self.clk, 8)      # a few cycles more: nothing unexpected may follow
 
     async def read_all(self, addrs):
         """Read ``addrs`` over the bus; returns their values in order."""
         start = len(self.csr_results)
         for addr in addrs:
             self.read(addr)
-        while len(self.csr_results) < start + len(addrs):
-            await RisingEdge(self.dut.clk)
+        await self.wait_until(lambda: len(self.csr_results) >= start + len(addrs), None)
         return [value for _, value in self.csr_results[start:]]
 
     async def check_counters(self):

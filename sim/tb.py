@@ -1,8 +1,10 @@
 """Testbench pieces shared by the cocotb tests and the benches.
 
-Bus models are cocotbext-axi's; this module only adds what every bench needs around them: the
-clock and reset, random idle/back-pressure generators, and a cycle-stamped log of transfers so
-that latency is measured in cycles, not in simulated time.
+Bus models are cocotbext-axi's; this module only adds what every harness needs around them: the
+:class:`TB` base (clock, cycle counter, reset), random idle/back-pressure generators, a named
+view of a group of ports (:class:`Ports`, packed per-VC arrays included), the wait-until loop,
+and cycle-stamped logs of transfers and offers so that latency is measured in cycles, not in
+simulated time.
 """
 
 import itertools
@@ -14,23 +16,12 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 
 from ethlink.rtl.wire import HEADER_OCTETS
 
-__all__ = ["CLOCK_NS", "start", "pauses", "axis_source", "axis_sink", "TransferLog",
-           "payload_frame", "send_split", "wait_idle", "StreamChecker"]
+__all__ = ["CLOCK_NS", "TB", "start", "pauses", "axis_source", "axis_sink", "TransferLog",
+           "ValidLog", "payload_frame", "send_split", "wait_until", "wait_idle", "Ports",
+           "StreamChecker"]
 
 #: Simulation clock period. The figures the benches print in ns use the clock they state.
 CLOCK_NS = 2
-
-
-async def start(dut, reset_cycles=4):
-    """Start ``clk`` and hold ``rst`` for ``reset_cycles`` cycles; returns the cycle counter."""
-    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
-    counter = CycleCounter(dut.clk)
-    cocotb.start_soon(counter.run())
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, reset_cycles)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
-    return counter
 
 
 class CycleCounter:
@@ -45,6 +36,37 @@ class CycleCounter:
             self.now += 1
 
 
+class TB:
+    """Base of every harness: starts ``clk`` and counts its cycles (``counter``) as soon as it
+    is made; :meth:`reset` holds ``rst``. A harness builds its bus models in its own
+    ``__init__`` and drives its DUT's controls before calling :meth:`reset`."""
+    def __init__(self, dut):
+        self.dut = dut
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.counter = CycleCounter(dut.clk)
+        cocotb.start_soon(self.counter.run())
+
+    async def reset(self, cycles=4):
+        """Hold ``rst`` for ``cycles`` cycles, release it and wait one more edge."""
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def wait_until(self, condition, timeout_cycles, message=None):
+        """:func:`wait_until` on this harness's clock."""
+        return await wait_until(self.clk, condition, timeout_cycles, message)
+
+
+async def start(dut, reset_cycles=4):
+    """Start ``clk`` and hold ``rst`` for ``reset_cycles`` cycles; returns the cycle counter
+    (for tests whose DUT needs no harness beyond :class:`TB`)."""
+    tb = TB(dut)
+    await tb.reset(reset_cycles)
+    return tb.counter
+
+
 def pauses(rng, fraction):
     """Pause pattern for cocotbext-axi's ``set_pause_generator``: each cycle paused with
     probability ``fraction`` (0 gives an endless run without pause)."""
@@ -56,7 +78,7 @@ def pauses(rng, fraction):
 def axis_source(dut, prefix, rng=None, idle=0.0):
     source = AxiStreamSource(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
     source.log.setLevel("WARNING")
-    if rng is not None:
+    if rng is not None and idle > 0:
         source.set_pause_generator(pauses(rng, idle))
     return source
 
@@ -64,7 +86,7 @@ def axis_source(dut, prefix, rng=None, idle=0.0):
 def axis_sink(dut, prefix, rng=None, backpressure=0.0):
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, prefix), dut.clk, dut.rst)
     sink.log.setLevel("WARNING")
-    if rng is not None:
+    if rng is not None and backpressure > 0:
         sink.set_pause_generator(pauses(rng, backpressure))
     return sink
 
@@ -151,17 +173,83 @@ class TransferLog:
             in_packet = not last
 
 
+async def wait_until(clk, condition, timeout_cycles, message=None):
+    """Wait rising edges of ``clk`` until ``condition()`` holds after one; returns the number
+    of edges waited. After ``timeout_cycles`` edges without it (never if ``None``): ``None``,
+    or with ``message`` (a string, or a function returning one) an :class:`AssertionError`."""
+    cycles = itertools.count(1) if timeout_cycles is None else range(1, timeout_cycles + 1)
+    for cycle in cycles:
+        await RisingEdge(clk)
+        if condition():
+            return cycle
+    if message is None:
+        return None
+    raise AssertionError(message() if callable(message) else message)
+
+
 async def wait_idle(dut, sources, sinks_expected, timeout_cycles=100000):
     """Wait until every source is idle and each ``(sink, n)`` pair has received ``n`` packets."""
-    for _ in range(timeout_cycles):
-        await RisingEdge(dut.clk)
-        if all(source.idle() for source in sources) and all(
-                sink.count() >= n for sink, n in sinks_expected):
-            return
-    raise AssertionError(f"timeout after {timeout_cycles} cycles: sinks hold "
-                         f"{[sink.count() for sink, _ in sinks_expected]} packets, expected "
-                         f"{[n for _, n in sinks_expected]}")
+    await wait_until(
+        dut.clk, lambda: all(source.idle() for source in sources) and all(
+            sink.count() >= n for sink, n in sinks_expected), timeout_cycles,
+        lambda: f"timeout after {timeout_cycles} cycles: sinks hold "
+                f"{[sink.count() for sink, _ in sinks_expected]} packets, expected "
+                f"{[n for _, n in sinks_expected]}")
 
+
+class Ports:
+    """The DUT's ports whose names start with ``prefix`` (one NIC of a pair, one line, one
+    end): ``ports["x"]`` is the handle of ``{prefix}x``. The one place a harness builds port
+    names."""
+    def __init__(self, dut, prefix=""):
+        self.dut = dut
+        self.prefix = prefix
+
+    def __getitem__(self, name):
+        return getattr(self.dut, self.prefix + name)
+
+    def __contains__(self, name):
+        return hasattr(self.dut, self.prefix + name)
+
+    def sub(self, prefix):
+        """The ports whose names start with ``{self.prefix}{prefix}``."""
+        return Ports(self.dut, self.prefix + prefix)
+
+    def value(self, name):
+        """The integer value of port ``name``."""
+        return int(self[name].value)
+
+    def set(self, **values):
+        """Drive each port named by a keyword with its value."""
+        for name, value in values.items():
+            self[name].value = value
+
+    def element(self, name, index, width=32):
+        """Element ``index`` of array port ``name`` (an ``ArrayLayout`` of ``width``-bit
+        elements, such as a per-VC counter)."""
+        return self.value(name) >> (width * index) & ((1 << width) - 1)
+
+    def elements(self, name, count, width=32):
+        """The first ``count`` elements of array port ``name``."""
+        value = self.value(name)
+        return [value >> (width * index) & ((1 << width) - 1) for index in range(count)]
+
+
+class ValidLog:
+    """The cycles in which ``valid`` rises (a request is offered, whatever its ready)."""
+    def __init__(self, valid, clk, counter):
+        self.rises = []
+        cocotb.start_soon(self._run(valid, clk, counter))
+
+    async def _run(self, valid, clk, counter):
+        was = 0
+        while True:
+            await RisingEdge(clk)
+            await ReadOnly()
+            now = int(valid.value)
+            if now and not was:
+                self.rises.append(counter.now)
+            was = now
 
 
 class StreamChecker:
