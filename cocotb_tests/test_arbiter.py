@@ -14,7 +14,8 @@ from amaranth.hdl import Module, Signal, UnusedElaboratable
 from amaranth.sim import Simulator
 
 from ethlink.rtl.arbiter import PacketArbiter
-from ethlink.rtl.nic.nic import Nic, NicPair
+from ethlink.rtl.harness.pairs import NicPair
+from ethlink.rtl.nic.nic import Nic
 
 OCTETS = 8
 
@@ -37,7 +38,7 @@ def frames_of(rng, k, count):
 def test_frames_whole_in_order_and_held(n):
     rng = random.Random(n)
     dut = PacketArbiter(n, OCTETS)
-    inputs = [getattr(dut, f"i{k}") for k in range(n)]
+    inputs = dut.i
     sent = [frames_of(rng, k, 30) for k in range(n)]
     received = []
 
@@ -100,13 +101,13 @@ def test_lone_frame_passes_in_its_cycle():
     async def bench(ctx):
         ctx.set(dut.o.ready, 1)
         await ctx.tick().repeat(3)
-        ctx.set(dut.i2.valid, 1)
-        ctx.set(dut.i2.payload.first, 1)
-        ctx.set(dut.i2.payload.last, 1)
-        ctx.set(dut.i2.payload.data, 0x55)
+        ctx.set(dut.i[2].valid, 1)
+        ctx.set(dut.i[2].payload.first, 1)
+        ctx.set(dut.i[2].payload.last, 1)
+        ctx.set(dut.i[2].payload.data, 0x55)
         await ctx.delay(1e-9)
         assert ctx.get(dut.o.valid) and ctx.get(dut.o.payload.data) == 0x55
-        assert ctx.get(dut.i2.ready)
+        assert ctx.get(dut.i[2].ready)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

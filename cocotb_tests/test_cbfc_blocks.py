@@ -40,15 +40,15 @@ def test_cbfc_tx():
         await send(ctx, clock, dut.i[0], vc_body(rng, 0, 1, 100, fixed=True))
         await ctx.tick().repeat(20)
         assert clock.firsts["o"] == [], "a frame left without credits"
-        assert ctx.get(dut.count_stall_cycles[0]) > 10
+        assert ctx.get(dut.count.stall_cycles[0]) > 10
         await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, 0, 10)
         await ctx.tick().repeat(40)
         # The update is taken in cycle c, `ok` rises in c + 1 where the grant is registered,
         # and the first beat is on `o` in c + 2.
         assert clock.firsts["o"] == [clock.lcws[-1] + 2], (clock.firsts, clock.lcws)
         assert ctx.get(dut.sent[0]) == frame_cost(100, 64)
-        assert ctx.get(dut.count_frames_dropped[0]) == 1
-        assert ctx.get(dut.count_frames_sent[0]) == 1
+        assert ctx.get(dut.count.frames_dropped[0]) == 1
+        assert ctx.get(dut.count.frames_sent[0]) == 1
 
         # With credits: last beat taken in t, first beat out in t + 3 (commit, grant, out).
         await send(ctx, clock, dut.i[0], vc_body(rng, 0, 2, 64))
@@ -62,8 +62,8 @@ def test_cbfc_tx():
         await send(ctx, clock, dut.i[0], vc_body(rng, 0, 4, 16))
         await ctx.tick().repeat(30)
         assert len(clock.firsts["o"]) == before + 1
-        assert ctx.get(dut.count_frames_sent[1]) == 0
-        assert ctx.get(dut.count_stall_cycles[1]) > 0
+        assert ctx.get(dut.count.frames_sent[1]) == 0
+        assert ctx.get(dut.count.stall_cycles[1]) > 0
         done["ok"] = True
 
     run(dut, clock, bench)
@@ -90,7 +90,7 @@ def test_cbfc_rx():
         assert ctx.get(dut.freed[0]) == frame_cost(100, 64)
         # A frame of VC 5 (this end has 2): dropped and counted.
         await send(ctx, clock, dut.i, vc_body(rng, 5, 1, 50))
-        assert ctx.get(dut.count_bad_vc) == 1
+        assert ctx.get(dut.count.bad_vc) == 1
         # VC 1 stopped and its sender ignoring credits: 4096 octets hold 16 frames of 256
         # octets (and one word in the output register); the 17th and 18th overrun the buffer
         # and are dropped whole, their credits freed at once; the others stay stored and VC 0
@@ -99,8 +99,8 @@ def test_cbfc_rx():
             await send(ctx, clock, dut.i, vc_body(rng, 1, 10 + index, 256, fixed=True))
         await send(ctx, clock, dut.i, vc_body(rng, 0, 99, 64))
         await ctx.tick().repeat(20)
-        assert ctx.get(dut.count_overruns[1]) == 2
-        assert ctx.get(dut.count_frames_received[1]) == 16
+        assert ctx.get(dut.count.overruns[1]) == 2
+        assert ctx.get(dut.count.frames_received[1]) == 16
         assert ctx.get(dut.occupancy[1]) == 16 * frame_cost(256, 64)
         assert len(clock.firsts["o0"]) == 2
         ctx.set(dut.o[1].ready, 1)
@@ -128,11 +128,11 @@ class _Looped(Elaboratable):
         m = Module()
         m.submodules.tx = tx = self.tx
         with m.If(self.loop):
-            m.d.comb += [tx.i[0].valid.eq(tx.divert.valid), tx.i[0].payload.eq(tx.divert.payload),
-                         tx.divert.ready.eq(tx.i[0].ready)]
+            m.d.comb += [tx.i[0].valid.eq(tx.resteer.divert.valid), tx.i[0].payload.eq(tx.resteer.divert.payload),
+                         tx.resteer.divert.ready.eq(tx.i[0].ready)]
         with m.Else():
             m.d.comb += [tx.i[0].valid.eq(self.i0.valid), tx.i[0].payload.eq(self.i0.payload),
-                         self.i0.ready.eq(tx.i[0].ready), tx.divert.ready.eq(self.divert_ready)]
+                         self.i0.ready.eq(tx.i[0].ready), tx.resteer.divert.ready.eq(self.divert_ready)]
         return m
 
 
@@ -165,14 +165,14 @@ def test_cbfc_tx_resteer():
     top = _Looped()
     dut = top.tx
     clock = Clock({"o": dut.o, "i0": top.i0, "i1": dut.i[1]}, lcw=dut.lcw_rx)
-    seen = _Frames(o=dut.o, divert=dut.divert)
+    seen = _Frames(o=dut.o, divert=dut.resteer.divert)
     frames = seen.frames
     done = {}
 
     async def bench(ctx):
         ctx.set(dut.o.ready, 1)
         ctx.set(top.divert_ready, 1)
-        ctx.set(dut.pause, 1)
+        ctx.set(dut.resteer.pause, 1)
         for vc in range(2):
             await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, vc, 4000)
         queued = [vc_body(rng, 0, k, 120) for k in range(3)]
@@ -181,19 +181,19 @@ def test_cbfc_tx_resteer():
             await send(ctx, clock, top.i0 if k < 3 else dut.i[1], body)
         await ctx.tick().repeat(10)
         assert clock.firsts["o"] == [], "a frame left while paused"
-        ctx.set(dut.purge, 1)
+        ctx.set(dut.resteer.purge, 1)
         await ctx.tick()
-        ctx.set(dut.purge, 0)
-        assert ctx.get(dut.purging)
+        ctx.set(dut.resteer.purge, 0)
+        assert ctx.get(dut.resteer.purging)
         later = vc_body(rng, 0, 9, 40)
         # Queued while the others are diverted: it stays.
         await send(ctx, clock, top.i0, later)
         await ctx.tick().repeat(80)
         assert frames["divert"] == queued, "not the frames queued at the strobe, in order"
-        assert not ctx.get(dut.purging)
-        assert [ctx.get(dut.count_frames_diverted[vc]) for vc in range(2)] == [3, 2]
+        assert not ctx.get(dut.resteer.purging)
+        assert [ctx.get(dut.count.frames_diverted[vc]) for vc in range(2)] == [3, 2]
         assert frames["o"] == []
-        ctx.set(dut.pause, 0)
+        ctx.set(dut.resteer.pause, 0)
         await ctx.tick().repeat(30)
         assert frames["o"] == [later], "the frame queued after the strobe did not stay"
 
@@ -202,9 +202,9 @@ def test_cbfc_tx_resteer():
         await send(ctx, clock, top.i0, first)
         await send(ctx, clock, top.i0, second)
         await ctx.tick().until(dut.o.valid)
-        ctx.set(dut.purge, 1)
+        ctx.set(dut.resteer.purge, 1)
         await ctx.tick()
-        ctx.set(dut.purge, 0)
+        ctx.set(dut.resteer.purge, 0)
         # o is mid-frame: the rest of it leaves there, the second frame is diverted.
         await ctx.tick().repeat(40)
         assert frames["o"][1:] == [first], "the frame on its way to the LLR was cut"
@@ -212,7 +212,7 @@ def test_cbfc_tx_resteer():
 
         # Fill VC 0's queue up to its frame slots with minimum (2-beat) frames (one slot is
         # kept for re-steering), then divert them all back into it.
-        ctx.set(dut.pause, 1)
+        ctx.set(dut.resteer.pause, 1)
         slots = dut.queue_words // 8
         small = [vc_body(rng, 0, 100 + k, 16, fixed=True) for k in range(slots - 1)]
         for body in small:
@@ -223,17 +223,17 @@ def test_cbfc_tx_resteer():
         assert not ctx.get(top.i0.ready), "the slot kept for re-steering was given away"
         ctx.set(top.i0.valid, 0)
         ctx.set(top.loop, 1)
-        ctx.set(dut.purge, 1)
+        ctx.set(dut.resteer.purge, 1)
         await ctx.tick()
-        ctx.set(dut.purge, 0)
+        ctx.set(dut.resteer.purge, 0)
         await ctx.tick().repeat(3 * slots + 20)
-        assert not ctx.get(dut.purging), "re-queueing diverted frames into their own queue hangs"
-        assert ctx.get(dut.count_frames_diverted[0]) == 4 + len(small)
+        assert not ctx.get(dut.resteer.purging), "re-queueing diverted frames into their own queue hangs"
+        assert ctx.get(dut.count.frames_diverted[0]) == 4 + len(small)
         ctx.set(top.loop, 0)
         # The LLR acknowledges every frame at once, so the record of frames in flight
         # never fills.
         ctx.set(dut.llr_head, 2 + len(small))
-        ctx.set(dut.pause, 0)
+        ctx.set(dut.resteer.pause, 0)
         await ctx.tick().repeat(3 * slots + 20)
         assert frames["o"][2:] == small, "re-queued frames lost their order"
         done["ok"] = True
@@ -282,8 +282,8 @@ def test_cbfc_rx_cut_through():
         await ctx.tick().repeat(4096 * 3)
         dropped, cut = check()
         assert dropped > 10 and cut > 0, (dropped, cut)
-        assert ctx.get(dut.count_overruns[0]) == dropped + cut
-        assert ctx.get(dut.count_frames_received[0]) == len(seen.frames["o"])
+        assert ctx.get(dut.count.overruns[0]) == dropped + cut
+        assert ctx.get(dut.count.frames_received[0]) == len(seen.frames["o"])
         assert ctx.get(dut.occupancy[0]) == 0
         assert ctx.get(dut.received[0]) == ctx.get(dut.freed[0])
         done["ok"] = True

@@ -58,10 +58,10 @@ def test_unreachable_requests_complete_at_once():
         unreachable = sum(s == CompletionStatus.UNREACHABLE for s in expected.values())
         reachable = len(expected) - unreachable
         assert watch.frames_out == reachable, "an unreachable request's frame left"
-        assert ctx.get(top.steer.count_unroutable) == unreachable
-        assert ctx.get(req.count_unreachable) == unreachable
-        assert ctx.get(req.count_timeouts) == reachable
-        assert ctx.get(req.count_stale_fails) == 0
+        assert ctx.get(top.steer.count.unroutable) == unreachable
+        assert ctx.get(req.count.unreachable) == unreachable
+        assert ctx.get(req.count.timeouts) == reachable
+        assert ctx.get(req.count.stale_fails) == 0
         assert ctx.get(req.outstanding) == 0
 
         # The path answers only after the request timed out: the drop completes nothing.
@@ -73,8 +73,8 @@ def test_unreachable_requests_complete_at_once():
         ctx.set(top.hold, 0)
         await ctx.tick().repeat(30)
         assert len(watch.completions) == count, "a stale drop completed a request"
-        assert ctx.get(req.count_stale_fails) == 1
-        assert ctx.get(req.count_unreachable) == unreachable
+        assert ctx.get(req.count.stale_fails) == 1
+        assert ctx.get(req.count.unreachable) == unreachable
 
     run(top, watch, bench)
 
@@ -136,9 +136,9 @@ def test_rdma_unreachable_messages_complete_at_once():
         assert got == expected
         unreachable = sum(s == CompletionStatus.UNREACHABLE for s in expected.values())
         assert watch.frames_out == packets, "an unreachable message's packet left"
-        assert ctx.get(req.count_unreachable) == unreachable
-        assert ctx.get(req.count_timeouts) == 48 - unreachable
-        assert ctx.get(req.count_stale_fails) == ctx.get(req.count_fail_overflows) == 0
+        assert ctx.get(req.count.unreachable) == unreachable
+        assert ctx.get(req.count.timeouts) == 48 - unreachable
+        assert ctx.get(req.count.stale_fails) == ctx.get(req.count.fail_overflows) == 0
         assert ctx.get(req.outstanding) == 0
 
     run(top, watch, bench, read_server(req, rng))
@@ -175,8 +175,8 @@ def test_rdma_partly_unreachable_write():
                 assert watch.frames_out == out + 3
             else:
                 assert waited < 200, f"the last packet's drop completed it {waited} cycles on"
-        assert ctx.get(req.count_unreachable) == 2
-        assert ctx.get(req.count_timeouts) == 0
+        assert ctx.get(req.count.unreachable) == 2
+        assert ctx.get(req.count.timeouts) == 0
 
     run(top, watch, bench, read_server(req, rng))
 
@@ -204,10 +204,10 @@ def test_rdma_stale_fails():
         await fail(ctx, 6, REACHABLE, Opcode.READ_REQ)       # not outstanding
         await fail(ctx, 5, UNREACHABLE, Opcode.READ_REQ)     # another dst
         await fail(ctx, 5, REACHABLE, Opcode.WRITE)          # another kind
-        assert completions == [] and ctx.get(req.count_stale_fails) == 3
+        assert completions == [] and ctx.get(req.count.stale_fails) == 3
         await fail(ctx, 5, REACHABLE, Opcode.READ_REQ)
         assert completions == [(5, CompletionStatus.UNREACHABLE)]
-        assert ctx.get(req.count_stale_fails) == 3 and ctx.get(req.count_unreachable) == 1
+        assert ctx.get(req.count.stale_fails) == 3 and ctx.get(req.count.unreachable) == 1
 
     run(req, completions, bench)
 

@@ -2,13 +2,13 @@
 
 Three parts, all on Verilator:
 
-* the forwarding path, :class:`ethlink.rtl.domain.ForwardingLoopback`, with a seeded mix of
+* the forwarding path, :class:`ethlink.rtl.harness.loopback.ForwardingLoopback`, with a seeded mix of
   L/S and RDMA frames checked against the golden model (:mod:`ethlink.sim.demo_bench`);
-* a link pair, :class:`ethlink.rtl.link.link_end.LinkPair` (MAC + LLR both ways over lines
+* a link pair, :class:`ethlink.rtl.harness.pairs.LinkPair` (MAC + LLR both ways over lines
   with injected bit errors), with saturated traffic both ways; every frame is checked for
   loss, duplication, reordering and damage, and the replays and goodput are reported
   (:mod:`ethlink.sim.link_bench`);
-* two NICs back to back, :class:`ethlink.rtl.nic.nic.NicPair` (L/S and RDMA requesters and
+* two NICs back to back, :class:`ethlink.rtl.harness.pairs.NicPair` (L/S and RDMA requesters and
   targets, two lossless ports, multipath steering, AXI RAM as each GPU's memory) with both
   GPUs issuing random loads and stores and both DMA engines random RDMA WRITEs and READs to
   each other over lines with bit errors; completions, load data and memories are checked

@@ -1,4 +1,4 @@
-"""cocotb bench of the demo domain (:class:`ethlink.rtl.domain.ForwardingLoopback`).
+"""cocotb bench of the demo domain (:class:`ethlink.rtl.harness.loopback.ForwardingLoopback`).
 
 It sends the scenario that ``ethlink demo`` describes (in ``ETHLINK_SCENARIO``, JSON), checks
 every frame against the golden model, times each block from cycle-stamped transfer logs, and

@@ -40,16 +40,16 @@ class SteeredRequester(Elaboratable):
         m.submodules.steer = steer = self.steer
         wiring.connect(m, req.o, steer.i)
         for v in range(steer.vcs):
-            m.d.comb += getattr(steer, f"o0_vc{v}").ready.eq(1)
+            m.d.comb += steer.o[0][v].ready.eq(1)
         wiring.connect(m, steer.failed, req.fail)
         asked = Signal()
         dst = Signal(12)
-        m.d.comb += [steer.result_valid.eq(asked & ~self.hold),
-                     steer.result_none.eq((dst == UNREACHABLE) | self.drop_all)]
-        with m.If(steer.result_valid):
+        m.d.comb += [steer.result.valid.eq(asked & ~self.hold),
+                     steer.result.none.eq((dst == UNREACHABLE) | self.drop_all)]
+        with m.If(steer.result.valid):
             m.d.sync += asked.eq(0)
-        with m.If(steer.lookup_valid):
-            m.d.sync += [asked.eq(1), dst.eq(steer.lookup_dst)]
+        with m.If(steer.lookup.valid):
+            m.d.sync += [asked.eq(1), dst.eq(steer.lookup.dst)]
         return m
 
 
@@ -67,7 +67,7 @@ class Watch:
 
     async def process(self, ctx):
         req, steer = self.top.requester, self.top.steer
-        outs = [getattr(steer, f"o0_vc{v}") for v in range(steer.vcs)]
+        outs = [steer.o[0][v] for v in range(steer.vcs)]
         offered = False
         async for _, _, cv, cr, tag, status, fv, fr, *out in ctx.tick().sample(
                 req.cpl.valid, req.cpl.ready, req.cpl.payload.tag, req.cpl.payload.status,
@@ -111,25 +111,25 @@ async def command(ctx, req, ident, dst, read, length):
 
 
 def read_server(req, rng):
-    """A testbench: an AXI4 subordinate that answers ``req``'s reads (``m_axi_ar``/``r``) with
+    """A testbench: an AXI4 subordinate that answers ``req``'s reads (``m_axi.ar*``/``r*``) with
     random data, one burst at a time (a WRITE's payload; its writes are never needed here)."""
     async def serve(ctx):
-        ctx.set(req.m_axi_rresp, RESP_OKAY)
+        ctx.set(req.m_axi.rresp, RESP_OKAY)
         while True:
-            ctx.set(req.m_axi_arready, 1)
+            ctx.set(req.m_axi.arready, 1)
             arvalid = False
             while not arvalid:
-                _, _, arvalid, arlen = await ctx.tick().sample(req.m_axi_arvalid,
-                                                               req.m_axi_arlen)
-            ctx.set(req.m_axi_arready, 0)
+                _, _, arvalid, arlen = await ctx.tick().sample(req.m_axi.arvalid,
+                                                               req.m_axi.arlen)
+            ctx.set(req.m_axi.arready, 0)
             for k in range(arlen + 1):
-                ctx.set(req.m_axi_rdata, rng.getrandbits(64))
-                ctx.set(req.m_axi_rlast, k == arlen)
-                ctx.set(req.m_axi_rvalid, 1)
+                ctx.set(req.m_axi.rdata, rng.getrandbits(64))
+                ctx.set(req.m_axi.rlast, k == arlen)
+                ctx.set(req.m_axi.rvalid, 1)
                 rready = False
                 while not rready:
-                    _, _, rready = await ctx.tick().sample(req.m_axi_rready)
-            ctx.set(req.m_axi_rvalid, 0)
+                    _, _, rready = await ctx.tick().sample(req.m_axi.rready)
+            ctx.set(req.m_axi.rvalid, 0)
     return serve
 
 

@@ -38,7 +38,8 @@ PAIR_IDS = {"a": 0x021, "b": 0x155}
 
 def nic_params():
     """The ``nic_pair`` build's NIC parameters, defaults included."""
-    return {**Nic.__init__.__kwdefaults__, **export_params()}
+    return {**{name: default for name, (default, _) in Nic.PARAMETERS.items()},
+            **export_params()}
 
 
 def random_requests(rng, count, memory_lines, dst, first_tag=0, store_fraction=0.5,

@@ -183,11 +183,11 @@ class NicPair(wiring.Component):
     Every other parameter is a :class:`Nic` parameter, the same for both.
     """
     def __init__(self, *, fec=0, delay=8, **nic_params):
-        self._nics = {name: Nic(**nic_params) for name in "ab"}
-        nic = self._nics["a"]
-        self.ports = nic.ports
+        self.ports = nic_params.get("ports", Nic.PARAMETERS["ports"][0])
         if not 0 <= fec < 1 << self.ports:
             raise ValueError(f"fec is a mask of the {self.ports} ports, not {fec}")
+        self._nics = {name: Nic(**nic_params) for name in "ab"}
+        nic = self._nics["a"]
         self.fec = fec
         self.delay = delay
         self._port = NicPortSignature(nic._ends[0], line=False)
