@@ -10,7 +10,7 @@ from ..buffer import FRAME_QUEUE_OCTETS
 from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS
-from ..link.llr_rx import HELD_FRAME_BITS
+from ..link import HELD_FRAME_BITS
 from ..params import check_int_range
 from ..stream import PacketStream
 from ..wire import CREDIT_PAYLOAD, LcwType, OEFH

@@ -73,6 +73,7 @@ def window_writes(index, base_line, size_lines, perm):
     """``[(address, data), ...]`` that program window ``index``."""
     base = WINDOW + WINDOW_STRIDE * index
     return [(base + 0, base_line & 0xFFFFFFFF),
-            (base + 1, word_value(BaseHighWord, base_hi=base_line >> 32 & (1 << LINE_BITS - 32) - 1)),
+            (base + 1, word_value(BaseHighWord,
+                                  base_hi=base_line >> 32 & (1 << LINE_BITS - 32) - 1)),
             (base + 2, size_lines & 0xFFFFFFFF),
             (base + 3, perm & (PERM_READ | PERM_WRITE))]

@@ -26,7 +26,7 @@ from ..cbfc.cbfc_end import CbfcEnd
 from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
-from ..link.llr_tx import TxState
+from ..link import TxState
 from ..params import parameters
 from ..stream import PacketStream
 from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value

@@ -11,7 +11,7 @@ completion status. Written from the spec and docs/nic.md, not from the gateware.
 from collections import Counter
 from dataclasses import dataclass
 
-from ...rtl.nic.ls_requester import CompletionStatus
+from ...rtl.nic.engine import CompletionStatus
 from ...rtl.wire import Opcode, Status, VirtualChannel
 from .frame import Frame
 from .nic import LINE_OCTETS

@@ -12,9 +12,6 @@ Written from the spec and the register map, not from the gateware: it decodes he
 
 from dataclasses import dataclass
 
-from amaranth.lib import data
-
-from ...rtl.regbus import word_value
 from ...rtl.switch import csr
 from ...rtl.wire import OEFH, Opcode, LsSize, OEFH_VERSION
 
@@ -23,9 +20,13 @@ __all__ = ["SwitchModel", "Decision", "DROP_REASONS"]
 #: Drop reasons, in the order the checks apply (the first that applies counts).
 DROP_REASONS = ("malformed", "spoofed", "unroutable", "partition")
 
-#: The bits of each register word that hold fields (a write's other bits are ignored).
-_WORD_MASK = {word: (1 << data.Layout.cast(word).size) - 1
-              for word in (csr.PortConfigWord, csr.RouteWord, csr.PartitionWord)}
+# The register words' fields, bit by bit as docs/switch.md states them (the model keeps its
+# own definitions: the gateware's layouts in rtl/switch/csr.py are what it is checked against).
+_ATTACHED_MASK = 0xFFF          # PORT_CONFIG bits 11:0: the attached endpoint
+_SRC_CHECK_BIT = 16             # PORT_CONFIG bit 16: the source check
+_ROUTE_PORT_MASK = 0xF          # ROUTE bits 3:0: the egress port
+_ROUTE_VALID_BIT = 8            # ROUTE bit 8: the route is valid
+_PARTITION_MASK = 0xF           # PARTITION bits 3:0
 
 #: The switch decides on the first 8-octet beat; a frame that ends there is malformed.
 DECISION_OCTETS = 8
@@ -50,16 +51,15 @@ class SwitchModel:
     # --- register bus -----------------------------------------------------------------------
     def write(self, addr, data):
         if csr.PORT_CONFIG <= addr < csr.PORT_CONFIG + self.radix:
-            config = csr.PortConfigWord.from_bits(data & _WORD_MASK[csr.PortConfigWord])
-            self.attached[addr - csr.PORT_CONFIG] = config.attached
-            self.src_check[addr - csr.PORT_CONFIG] = bool(config.src_check)
+            port = addr - csr.PORT_CONFIG
+            self.attached[port] = data & _ATTACHED_MASK
+            self.src_check[port] = bool(data >> _SRC_CHECK_BIT & 1)
         elif csr.ROUTE <= addr < csr.ROUTE + csr.ENDPOINT_IDS:
-            route = csr.RouteWord.from_bits(data & _WORD_MASK[csr.RouteWord])
-            valid = route.valid and route.port < self.radix
-            self.routes[addr - csr.ROUTE] = route.port if valid else None
+            port = data & _ROUTE_PORT_MASK
+            valid = data >> _ROUTE_VALID_BIT & 1 and port < self.radix
+            self.routes[addr - csr.ROUTE] = port if valid else None
         elif csr.PARTITION <= addr < csr.PARTITION + csr.ENDPOINT_IDS:
-            self.partitions[addr - csr.PARTITION] = csr.PartitionWord.from_bits(
-                data & _WORD_MASK[csr.PartitionWord]).partition
+            self.partitions[addr - csr.PARTITION] = data & _PARTITION_MASK
 
     def read(self, addr):
         """What a read of ``addr`` returns (None for write-only or unmapped words, which read
@@ -68,8 +68,7 @@ class SwitchModel:
             return csr.ID_VALUE
         if csr.PORT_CONFIG <= addr < csr.PORT_CONFIG + self.radix:
             port = addr - csr.PORT_CONFIG
-            return word_value(csr.PortConfigWord, attached=self.attached[port],
-                              src_check=int(self.src_check[port]))
+            return self.attached[port] | self.src_check[port] << _SRC_CHECK_BIT
         offset = addr - csr.COUNTERS
         port, index = divmod(offset, csr.COUNTER_STRIDE)
         if 0 <= offset and port < self.radix and index < len(csr.PORT_COUNTERS):
