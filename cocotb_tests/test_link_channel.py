@@ -27,7 +27,7 @@ from ethlink.sim.models.channel import (ChannelModel, CycleInputs, CycleOutputs,
                                         ber_for_threshold, scale, seed_state,
                                         threshold_for_ber, xorshift64)
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import TransferLog, axis_sink, pauses, start
+from ethlink.sim.tb import TransferLog, axis_sink, pauses, read_counters, start
 
 EXPORT = "link_channel"
 
@@ -116,7 +116,7 @@ class Line:
                 if y.valid]
 
     def counters(self):
-        return {name: int(getattr(self.dut, f"count_{name}").value) for name in COUNTERS}
+        return read_counters(self.dut, COUNTERS)
 
     def check_model(self):
         """Replay every recorded cycle through the model; outputs and counters must match."""

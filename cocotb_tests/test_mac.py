@@ -25,7 +25,7 @@ from ethlink.sim.models.mac import (
 from ethlink.sim.models.transcode import IDLE_WORD, XgmiiWord
 from ethlink.sim.link_tb import lcw_tdata
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import start
+from ethlink.sim.tb import read_counters, start
 
 #: Stated in the docstrings.
 TX_START_LATENCY = 1      # first beat offered -> /S/ word on txd
@@ -376,9 +376,8 @@ def check_rx_against_model(dut, seen, beats, lcws, max_body=MAX_BODY_OCTETS):
             assert want.body.startswith(body) or body == b"", f"frame {n} ({want.error})"
     want_lcws = [(e.type, e.payload) for e in events if isinstance(e, RxLcw) and e.crc_ok]
     assert [(t, p) for _, t, p in lcws] == want_lcws
-    for name in RX_COUNTERS:
-        assert int(getattr(dut, f"count_{name}").value) == counters[name], \
-            f"count_{name}: {int(getattr(dut, f'count_{name}').value)} != {counters[name]}"
+    got = read_counters(dut, RX_COUNTERS)
+    assert got == {name: counters[name] for name in RX_COUNTERS}, f"{got} != {counters}"
     assert int(dut.count_overruns.value) == int(dut.count_lcw_overruns.value) == 0
     return events, counters
 

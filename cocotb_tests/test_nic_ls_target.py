@@ -25,7 +25,7 @@ from ethlink.sim.models import Frame, random_frame
 from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.nic_tb import LsTargetTB
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import StreamChecker, TransferLog, ValidLog, wait_idle
+from ethlink.sim.tb import StreamChecker, TransferLog, ValidLog, read_counters, wait_idle
 
 EXPORT = "nic_ls_target"
 
@@ -125,8 +125,7 @@ async def random_requests(dut):
     checker.assert_clean()
     assert tb.memory_matches(), "memory differs from the model"
 
-    for name in LsResponder.COUNTERS:
-        got = int(getattr(dut, f"count_{name}").value)
+    for name, got in read_counters(dut, LsResponder.COUNTERS).items():
         assert got == model.counters[name], f"count_{name} = {got}, model {model.counters[name]}"
         assert await tb.csr.read(csr.COUNTERS + LsResponder.COUNTERS.index(name)) == got
     assert int(dut.count_rx_bad_version.value) == dropped_by_parser

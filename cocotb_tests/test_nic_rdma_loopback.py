@@ -24,7 +24,7 @@ from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_status, run_command
 from ethlink.sim.nic_tb import Completion, CsrBus, axi_ram, command_octets
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import TB, TransferLog, ValidLog, axis_sink, axis_source
+from ethlink.sim.tb import TB, TransferLog, ValidLog, axis_sink, axis_source, read_counters
 
 EXPORT = "nic_rdma_loopback"
 LOCAL_ID = 0x021
@@ -138,8 +138,8 @@ async def random_messages(dut):
                         lambda: f"{len(waiting)} commands never completed: "
                                 f"{list(waiting.values())}")
     await ClockCycles(dut.clk, 50)
-    dut._log.info(", ".join(f"{name} {int(getattr(dut, f'count_{name}').value)}"
-                            for name in RdmaRequester.COUNTERS))
+    dut._log.info(", ".join(f"{name} {value}" for name, value
+                            in read_counters(dut, RdmaRequester.COUNTERS).items()))
     assert not wrong, "\n".join(wrong)
     assert tb.cpls.empty() and len(completed) == count
     tb.assert_memories()
@@ -152,8 +152,8 @@ async def random_messages(dut):
     assert {CompletionStatus.OK, CompletionStatus.ACCESS_DENIED,
             CompletionStatus.ADDRESS_ERROR} <= set(statuses)
     counters = tb.target.counters
-    for name in RdmaTarget.COUNTERS:
-        assert int(getattr(dut, f"target_count_{name}").value) == counters[name], name
+    for name, value in read_counters(dut, RdmaTarget.COUNTERS, "target_").items():
+        assert value == counters[name], name
     dut._log.info(f"{count} commands: " + ", ".join(
         f"{s.name} {statuses.count(s)}" for s in CompletionStatus if statuses.count(s)))
 

@@ -26,7 +26,7 @@ from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_status
 from ethlink.sim.nic_tb import Completion, axi_ram, command_octets
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import TB, axis_sink, axis_source, payload_frame
+from ethlink.sim.tb import TB, axis_sink, axis_source, payload_frame, read_counters
 from ethlink.rtl.nic import csr
 
 EXPORT = "nic_rdma_requester"
@@ -174,8 +174,7 @@ async def bogus_responses(dut):
             await ClockCycles(dut.clk, 20)
     await ClockCycles(dut.clk, 1000)
     assert ram.read(0, size) == bytes(local), "local memory differs"
-    for name, value in want.items():
-        assert int(getattr(dut, f"count_{name}").value) == value, name
+    assert read_counters(dut, want) == want
     assert want["mismatched"] > 0 and want["unexpected"] > 0
     assert int(dut.outstanding.value) == 0
     statuses = set(done)

@@ -24,7 +24,7 @@ from ethlink.sim.models.nic import LINE_OCTETS, Window
 from ethlink.sim.models.rdma import RdmaCommand, RdmaTargetModel, command_frames
 from ethlink.sim.nic_tb import CsrBus, gpu_memory
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import (TB, StreamChecker, axis_sink, axis_source, payload_frame,
+from ethlink.sim.tb import (TB, read_counters, StreamChecker, axis_sink, axis_source, payload_frame,
                             wait_idle)
 
 EXPORT = "nic_rdma_target"
@@ -110,10 +110,9 @@ class RdmaTargetTB(TB):
         differ = [a for a in range(self.size) if memory[a] != self.model.memory[a]]
         assert not differ, f"memory differs at {len(differ)} octets from {differ[0]:#x} to " \
                            f"{differ[-1]:#x}"
-        for name in RdmaTarget.COUNTERS:
-            if name != "stale":
-                assert int(getattr(self.dut, f"count_{name}").value) == \
-                    self.model.counters[name], name
+        names = [name for name in RdmaTarget.COUNTERS if name != "stale"]
+        assert read_counters(self.dut, names) == {name: self.model.counters[name]
+                                                  for name in names}
         self.checker.assert_clean()
 
 

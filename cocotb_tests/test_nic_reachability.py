@@ -20,7 +20,7 @@ from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
 from ethlink.sim.link_tb import lcw_tdata
 from ethlink.sim.models.path import ReachabilityModel, select_port
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import start
+from ethlink.sim.tb import read_counters, start
 
 EXPORT = "nic_reachability"
 
@@ -133,8 +133,7 @@ async def random_sen_and_lookups(dut):
                              f"expected {want}")
         spread[got] += 1
         failovers += failover
-    for name, value in model.counters.items():
-        assert int(getattr(dut, f"count_{name}").value) == value, name
+    assert read_counters(dut, model.counters) == model.counters
     assert model.counters["sen_stale"] and model.counters["sen_down"] and failovers
     dut._log.info(f"answers per port {dict(spread)}, counters {model.counters}, "
                   f"{failovers} lookups in the cycle of a SEN that took a port away")

@@ -14,7 +14,8 @@ import cocotb
 from ethlink.rtl.wire import HEADER_OCTETS, Opcode
 from ethlink.sim.models import random_frame
 from ethlink.sim.runner import export_params
-from ethlink.sim.tb import TransferLog, axis_sink, axis_source, send_split, start, wait_idle
+from ethlink.sim.tb import (TransferLog, axis_sink, axis_source, read_counters, send_split,
+                            start, wait_idle)
 
 LS_OPCODES = [op for op in Opcode if not op.is_rdma]
 RDMA_OPCODES = [op for op in Opcode if op.is_rdma]
@@ -92,8 +93,8 @@ async def demo(dut):
         "frame_octets": sum(len(frame.body()) for frame in frames),
         "cycles": counter.now,
         "mismatches": mismatches,
-        "dropped": sum(int(getattr(dut, f"count_{name}").value)
-                       for name in ("short", "bad_version", "bad_opcode", "bad_size")),
+        "dropped": sum(read_counters(dut, ("short", "bad_version", "bad_opcode",
+                                           "bad_size")).values()),
         "frames_sent": int(dut.count_frames_sent.value),
         "frames_received": int(dut.count_frames.value),
         "zero_load_latency_cycles": {

@@ -197,6 +197,12 @@ async def wait_idle(dut, sources, sinks_expected, timeout_cycles=100000):
                 f"{[n for _, n in sinks_expected]}")
 
 
+def read_counters(dut, names, prefix=""):
+    """``{name: value}`` of the counters ``names`` of the ``count`` interface whose ports are
+    ``{prefix}count_{name}`` (the export's flattening of ``count.name``)."""
+    return {name: int(getattr(dut, f"{prefix}count_{name}").value) for name in names}
+
+
 class Ports:
     """The DUT's ports whose names start with ``prefix`` (one NIC of a pair, one line, one
     end): ``ports["x"]`` is the handle of ``{prefix}x``. The one place a harness builds port
@@ -233,6 +239,10 @@ class Ports:
         """The first ``count`` elements of array port ``name``."""
         value = self.value(name)
         return [value >> (width * index) & ((1 << width) - 1) for index in range(count)]
+
+    def counters(self, names):
+        """``{name: value}`` of the counters ``names`` (ports ``count_{name}``)."""
+        return read_counters(self.dut, names, self.prefix)
 
 
 class ValidLog:

@@ -9,13 +9,13 @@
 """
 
 from amaranth.hdl import Module, Signal, Cat
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..buffer import CountedWordLayout
-from ..counters import SaturatingCounter, counter_values
+from ..counters import CounterBank, Counters, counter_values
 from ..params import Flag, IntRange, Param, parameters
 from ..regbus import RegisterBus, register_reads, word_view
 from ..link.layouts import MAC_BEAT_OCTETS
@@ -26,7 +26,7 @@ from .allocator import IslipAllocator, ITERATIONS
 from .ingress import SwitchIngress
 from .voq import VoqBuffer, VC_CLASSES, VOQ_BEATS
 
-__all__ = ["SwitchCore", "RADIX", "MAX_RADIX", "ZERO_LOAD_LATENCY", "MIN_EGRESS_BEATS",
+__all__ = ["SwitchCore", "SwitchEgress", "RADIX", "MAX_RADIX", "ZERO_LOAD_LATENCY", "MIN_EGRESS_BEATS",
            "EGRESS_BEATS"]
 
 #: Cycles from a frame's first beat taken on ``i<p>`` to its first beat offered on ``o<q>``
@@ -105,7 +105,6 @@ class SwitchCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.radix
-        word = CountedWordLayout()
 
         buffers, ingresses = [], []
         for p in range(n):
@@ -119,6 +118,11 @@ class SwitchCore(wiring.Component):
             wiring.connect(m, ing.w, buf.w)
             buffers.append(buf)
             ingresses.append(ing)
+
+        # Room in each egress FIFO for a beat read now (the VOQs read only with room).
+        egress_room = Signal(n)
+        for buf in buffers:
+            m.d.comb += buf.egress_room.eq(egress_room)
 
         # --- allocation -------------------------------------------------------------------
         m.submodules.allocator = alloc = IslipAllocator(n, self.iterations)
@@ -149,48 +153,19 @@ class SwitchCore(wiring.Component):
                             m.d.sync += out_busy[j].eq(0)
 
         # --- crossbar and egress ----------------------------------------------------------
-        egress_room = Signal(n)
-        for buf in buffers:
-            m.d.comb += buf.egress_room.eq(egress_room)
         frames_out, octets_out = [], []
         for j in range(n):
-            fifo = SyncFIFO(width=word.size, depth=self.egress_beats)
-            m.submodules[f"egress{j}"] = fifo
-            chosen = word(Signal(word.size, name=f"xbar{j}"))
-            chosen_valid = Signal(name=f"xbar{j}_valid")
+            m.submodules[f"egress{j}"] = egress = SwitchEgress(self.egress_beats)
+            m.d.comb += egress_room[j].eq(egress.room)
+            # The crossbar: the egress takes the RAM read of the ingress it was matched with.
             with m.Switch(out_src[j]):
                 for i, buf in enumerate(buffers):
                     with m.Case(i):
-                        m.d.comb += [chosen.eq(buf.r_word), chosen_valid.eq(buf.r_valid)]
-            # The egress never refuses a beat: a read is issued only with room for it
-            # (``egress_room``), so ``w_stream.ready`` is not looked at.
-            write, read = fifo.w_stream, fifo.r_stream
-            m.d.comb += [
-                write.valid.eq(out_busy[j] & chosen_valid),
-                write.payload.eq(chosen),
-                # A read issued now is written two cycles later; one may be in flight.
-                egress_room[j].eq(fifo.level + write.valid < self.egress_beats),
-            ]
-            out = self.o[j]
-            head = word(read.payload)
-            in_frame = Signal(name=f"o{j}_in_frame")
-            m.d.comb += [
-                out.valid.eq(read.valid),
-                out.payload.data.eq(head.data),
-                out.payload.keep.eq(count_to_keep(head.count, MAC_BEAT_OCTETS)),
-                out.payload.last.eq(head.last),
-                out.payload.first.eq(~in_frame),
-                read.ready.eq(out.ready),
-            ]
-            sent = out.valid & out.ready
-            with m.If(sent):
-                m.d.sync += in_frame.eq(~head.last)
-            frames = SaturatingCounter(f"count_frames_out{j}")
-            octets = SaturatingCounter(f"count_octets_out{j}")
-            frames.increment(m, sent & ~in_frame)
-            octets.add(m, head.count, sent)
-            frames_out.append(frames.value)
-            octets_out.append(octets.value)
+                        m.d.comb += [egress.i.payload.eq(buf.r_word),
+                                     egress.i.valid.eq(out_busy[j] & buf.r_valid)]
+            wiring.connect(m, egress.o, wiring.flipped(self.o[j]))
+            frames_out.append(egress.count.frames_out)
+            octets_out.append(egress.count.octets_out)
 
         # --- register bus -----------------------------------------------------------------
         bus = self.csr
@@ -227,4 +202,64 @@ class SwitchCore(wiring.Component):
             registers += [(csr.COUNTERS + csr.COUNTER_STRIDE * p + k, port_counters[p][name])
                           for k, name in enumerate(csr.PORT_COUNTERS)]
         register_reads(m, bus, registers)
+        return m
+
+
+class SwitchEgress(wiring.Component):
+    """Buffer the beats the crossbar gives one output and send them as frames on ``o``.
+
+    Members
+    -------
+    i : In(stream.Signature(CountedWordLayout()))
+        Beats read from the VOQ RAM for this output. They are never refused: the allocator
+        reads a beat only when ``room`` says it fits, so ``i.ready`` is not driven.
+    room : Out(1)
+        The FIFO has room for one more beat besides the one on ``i`` now: a read issued this
+        cycle is written two cycles later, and one may be in flight.
+    o : Out(PacketStream(8))
+        The frames, ``keep`` from the beat's octet count, ``first`` after every ``last``.
+    count : Out(Counters)
+        ``frames_out`` (first beats sent), ``octets_out`` (octets sent).
+
+    Latency: a beat on ``i`` is offered on ``o`` 1 cycle later (a first-word-fall-through
+    FIFO of ``beats`` beats). Throughput: one beat per cycle in and out.
+    """
+    COUNTERS = ("frames_out", "octets_out")
+
+    def __init__(self, beats):
+        self.beats = beats
+        super().__init__({
+            "i": In(stream.Signature(CountedWordLayout())),
+            "room": Out(1),
+            "o": Out(PacketStream(MAC_BEAT_OCTETS)),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        word = CountedWordLayout()
+        m.submodules.fifo = fifo = SyncFIFO(width=word.size, depth=self.beats)
+        write, read = fifo.w_stream, fifo.r_stream
+        m.d.comb += [
+            write.valid.eq(self.i.valid),
+            write.payload.eq(self.i.payload),
+            self.room.eq(fifo.level + write.valid < self.beats),
+        ]
+        head = word(read.payload)
+        in_frame = Signal()
+        out = self.o
+        m.d.comb += [
+            out.valid.eq(read.valid),
+            out.payload.data.eq(head.data),
+            out.payload.keep.eq(count_to_keep(head.count, MAC_BEAT_OCTETS)),
+            out.payload.last.eq(head.last),
+            out.payload.first.eq(~in_frame),
+            read.ready.eq(out.ready),
+        ]
+        sent = out.valid & out.ready
+        with m.If(sent):
+            m.d.sync += in_frame.eq(~head.last)
+        counters = CounterBank(m, self.count)
+        counters.frames_out.increment(m, sent & ~in_frame)
+        counters.octets_out.add(m, head.count, sent)
         return m
