@@ -79,6 +79,12 @@ class OefhParser(wiring.Component):
     Throughput: one input beat per cycle, back-to-back frames without a bubble, as long as the
     consumers take ``header`` and ``o`` at the rate they are produced. ``i.ready`` depends only
     on registers (the fill levels of the output queues).
+
+    Structure: one ``elaborate`` in three sections (beat-0 decode and drop counting, header
+    assembly, payload realignment) rather than three components, because all three read the
+    same per-frame state in the same cycle (beat index, L/S or RDMA, dropping, the header's
+    offset); as components they would each carry a copy of that decode or a wide interface of
+    it, for no change in the logic.
     """
     COUNTERS = ("frames", "short", "bad_version", "bad_opcode", "bad_size")
 
@@ -101,11 +107,7 @@ class OefhParser(wiring.Component):
         m.submodules.payload_q = payload_q = DualPushQueue(beat_layout, depth=4)
         m.submodules.header_q = header_q = SyncFIFO(width=HeaderLayout().size, depth=2)
         wiring.connect(m, wiring.flipped(self.o), payload_q.o)
-        m.d.comb += [
-            self.header.valid.eq(header_q.r_rdy),
-            self.header.payload.eq(header_q.r_data),
-            header_q.r_en.eq(self.header.ready),
-        ]
+        wiring.connect(m, header_q.r_stream, wiring.flipped(self.header))
 
         counters = CounterBank(m, self.count)
 
@@ -184,9 +186,10 @@ class OefhParser(wiring.Component):
                        lanes_to_value(ls_lanes[:8 * LS_HEADER_OCTETS], LS_HEADER_OCTETS))
         rdma_value = lanes_to_value(rdma_lanes[:8 * HEADER_OCTETS], HEADER_OCTETS)
         push_header = good & at_header & ~short
+        # Never refused: ``i.ready`` holds the input while the queue has fewer than 2 headers.
         m.d.comb += [
-            header_q.w_en.eq(push_header),
-            header_q.w_data.eq(Mux(is_rdma, rdma_value, ls_value)),
+            header_q.w_stream.valid.eq(push_header),
+            header_q.w_stream.payload.eq(Mux(is_rdma, rdma_value, ls_value)),
         ]
         counters["frames"].increment(m, push_header)
 

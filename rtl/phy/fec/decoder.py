@@ -360,6 +360,11 @@ class Rs272Decoder(wiring.Component):
     Throughput: one codeword every ``ceil(272/P)`` cycles, forever (``i.ready`` stays high
     while ``o`` keeps up). Back-pressure on ``o`` fills the buffers, which hold enough
     codewords to cover the latency; then ``i.ready`` drops at a codeword boundary.
+
+    Structure: the arithmetic is in components of its own (:class:`SyndromeUnit`,
+    :class:`KeyEquationSolver`, :class:`ChienForney`); this ``elaborate`` only joins them to the
+    message and error-pattern memories, the verdict FIFO and the output framing, which share
+    one slot counter, so they stay together.
     """
     COUNTERS = ("corrected_symbols", "corrected_codewords", "uncorrectable_codewords",
                 "framing_errors")
