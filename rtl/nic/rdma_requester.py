@@ -7,57 +7,21 @@ octets counted per message), §9 (WRITE entropy ``msg ^ packet_index``), §11 (b
 never complete a message or touch memory; nothing hangs).
 """
 
-from amaranth.hdl import Module, Signal, Mux
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..compose import forward
+from ..compose import forward, members_of
 from ..counters import CounterBank, Counters
-from ..forwarding.deparser import OefhDeparser
-from ..forwarding.parser import OefhParser
 from ..params import parameters
 from ..stream import PacketStream, BEAT_OCTETS
-from ..wire import (ENDPOINT_BITS, HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION,
-                    RDMA_TH)
+from ..wire import ENDPOINT_BITS, HeaderLayout
 from .axi import Axi4Signature, ADDR_WIDTH
-from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
-from .engine import (CompletionLayout, CompletionStatus, fail_queue, FAIL_DEPTH_MAX, MESSAGES,
-                     MSG_BITS, MTU, STAMP_BITS, TIMEOUT_CYCLES)
+from .engine import CompletionLayout, FAIL_DEPTH_MAX, MESSAGES, MTU, TIMEOUT_CYCLES
+from .rdma_requester_parts import (RDMA_ADDR_BITS, RdmaCommandLayout, RdmaMessageTable,
+                                   RdmaCommandSequencer, RdmaFailQueue, RdmaResponseSequencer)
 
 __all__ = ["RdmaRequester", "RdmaCommandLayout", "RDMA_ADDR_BITS"]
-
-RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
-
-
-class RdmaCommandLayout(data.StructLayout):
-    """One DMA command: ``read`` (0: WRITE local → remote, 1: READ remote → local), ``dst``,
-    ``id`` (the message id, echoed by the completion), ``remote`` and ``local`` byte addresses,
-    ``length`` in octets (1 to 2^24 - 1). 19 octets with ``pad``."""
-    def __init__(self):
-        super().__init__({"read": 1, "dst": ENDPOINT_BITS, "id": MSG_BITS,
-                          "remote": RDMA_ADDR_BITS,
-                          "local": RDMA_ADDR_BITS, "length": LENGTH_BITS, "pad": 7})
-
-
-class _Static(data.StructLayout):
-    """What a message's command said (written once, when it is accepted)."""
-    def __init__(self, addr_width):
-        super().__init__({"read": 1, "dst": ENDPOINT_BITS, "length": LENGTH_BITS,
-                          "local": addr_width})
-
-
-class _Progress(data.StructLayout):
-    """How far a message got: READ octets placed, the cycle of its last activity, and whether
-    a local memory access of it failed."""
-    def __init__(self):
-        super().__init__({"placed": LENGTH_BITS, "stamp": STAMP_BITS, "failed": 1})
-
-
-class _Failed(data.StructLayout):
-    """What the requester keeps of a dropped WRITE or READ_REQ packet's header."""
-    def __init__(self):
-        super().__init__({"msg": MSG_BITS, "dst": ENDPOINT_BITS, "read": 1, "last": 1})
 
 
 @parameters(beat_octets=BEAT_OCTETS, messages=MESSAGES, mtu=MTU,
@@ -103,6 +67,15 @@ class RdmaRequester(wiring.Component):
     UNREACHABLE at once; otherwise (a WRITE whose later packets still reached the target) it
     completes with UNREACHABLE, not TIMEOUT, when it times out, unless a response completes
     it first. A header naming no outstanding message is counted (``stale_fails``).
+
+    It is made of one part per job (:mod:`.rdma_requester_parts`): the
+    :class:`~.rdma_requester_parts.RdmaCommandSequencer` (admission, sending, with the
+    :class:`~.rdma_requester_parts.RdmaRequestFramer`), the
+    :class:`~.rdma_requester_parts.RdmaMessageTable` (outstanding messages, progress,
+    timeouts), the :class:`~.rdma_requester_parts.RdmaFailQueue` and the
+    :class:`~.rdma_requester_parts.RdmaResponseSequencer` (responses, completions, with the
+    :class:`~.rdma_requester_parts.RdmaResponseCheck`); this block only joins them and counts
+    ``axi_errors``.
 
     Members
     -------
@@ -165,304 +138,36 @@ class RdmaRequester(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        beat_bits = (W - 1).bit_length()
-        id_bits = (self.messages - 1).bit_length()
-        counters = CounterBank(m, self.count)
+        # Commands and packets out; the message table; failures and responses in.
+        m.submodules.tx = tx = RdmaCommandSequencer(W, self.messages, self.mtu, self.addr_width)
+        m.submodules.table = table = RdmaMessageTable(self.messages, self.addr_width,
+                                                      self.timeout_cycles)
+        m.submodules.fails = fails = RdmaFailQueue(self.fail_depth)
+        m.submodules.rx = rx = RdmaResponseSequencer(W, self.messages, self.addr_width)
 
-        m.submodules.reader = reader = AxiReader(W, self.addr_width)
-        m.submodules.writer = writer = AxiWriter(W, self.addr_width)
-        forward(m, self.m_axi, reader.m_axi)
-        forward(m, self.m_axi, writer.m_axi)
+        forward(m, self, tx, members_of(tx.signature, "local_id", "cmd", "o"))
+        forward(m, self, rx, members_of(rx.signature, "i", "cpl"))
+        forward(m, self, fails, members_of(fails.signature, "fail"))
+        forward(m, self, table, members_of(table.signature, "outstanding"))
+        forward(m, self.m_axi, tx.m_axi)
+        forward(m, self.m_axi, rx.m_axi)
 
-        now = Signal(STAMP_BITS)
-        m.d.sync += now.eq(now + 1)
-        busy = Signal(self.messages)
-        unreachable = Signal(self.messages)     # a packet of the message was dropped
-        level = Signal(range(self.messages + 1))
-        set_busy, clear_busy = Signal(), Signal()
-        m.d.sync += level.eq(level + set_busy - clear_busy)
-        m.d.comb += self.outstanding.eq(level)
+        wiring.connect(m, fails.o, rx.failed)
+        wiring.connect(m, tx.open, table.open)
+        wiring.connect(m, tx.touch, table.touch)
+        wiring.connect(m, tx.refusal, rx.refusal)
+        wiring.connect(m, tx.sending, rx.sending, table.sending)
+        wiring.connect(m, rx.lookup, table.lookup)
+        wiring.connect(m, rx.scan, table.scan)
+        wiring.connect(m, rx.place, table.place)
+        wiring.connect(m, rx.close, table.close)
+        wiring.connect(m, rx.mark, table.mark)
+        m.d.comb += [tx.busy.eq(table.busy), rx.busy.eq(table.busy), rx.now.eq(table.now)]
 
-        m.submodules.static = static = Memory(shape=_Static(self.addr_width),
-                                              depth=self.messages, init=[])
-        static_wr = static.write_port()
-        static_rd = static.read_port(transparent_for=(static_wr,))
-        m.submodules.progress = progress = Memory(shape=_Progress(), depth=self.messages,
-                                                  init=[])
-        progress_wr = progress.write_port()
-        progress_rd = progress.read_port(transparent_for=(progress_wr,))
-        progress_scan = progress.read_port(transparent_for=(progress_wr,))
-        # The progress table has one write port: the receive side has it when it wants it,
-        # the transmit side waits a cycle.
-        rx_write = Signal()
-        tx_write = Signal()
-        tx_progress = Signal(_Progress())
-        tx_failed = Signal()        # a local read of the message being sent failed
-        m.d.comb += [tx_progress.placed.eq(0), tx_progress.stamp.eq(now),
-                     tx_progress.failed.eq(tx_failed)]
-        tx_write_id = Signal(id_bits)
-        rx_progress = Signal(_Progress())
-        rx_write_id = Signal(id_bits)
-        m.d.comb += [
-            progress_wr.en.eq(rx_write | tx_write),
-            progress_wr.addr.eq(Mux(rx_write, rx_write_id, tx_write_id)),
-            progress_wr.data.eq(Mux(rx_write, rx_progress, tx_progress)),
-        ]
-        tx_granted = tx_write & ~rx_write
-
-        # --- commands out ----------------------------------------------------------------------
-        m.submodules.deparser = deparser = OefhDeparser(W)
-        wiring.connect(m, deparser.o, wiring.flipped(self.o))
-        cmd = self.cmd.payload
-        cur = Signal(RdmaCommandLayout())
-        tx_active = Signal()        # ``cur`` is being sent: its message cannot time out
-        sender = PacketSender(m, self.mtu, deparser, reader)
-        offset, index, octets = sender.offset, sender.index, sender.octets
-
-        hdr = Signal(HeaderLayout())
-        th = hdr.th.rdma
-        m.d.comb += [
-            hdr.oefh.ver.eq(OEFH_VERSION), hdr.oefh.vc.eq(VirtualChannel.RDMA_REQ),
-            hdr.oefh.dst.eq(cur.dst), hdr.oefh.src.eq(self.local_id),
-            th.msg.eq(cur.id),
-            deparser.header.payload.eq(hdr),
-        ]
-        m.d.comb += [
-            # Ref: spec §9 — WRITE packets are sprayed: entropy msg ^ packet_index; project
-            # choice (docs/nic.md): a READ_REQ's is its msg (``index`` stays 0).
-            hdr.oefh.entropy.eq(cur.id ^ index),
-            th.opcode.eq(Mux(cur.read, Opcode.READ_REQ, Opcode.WRITE)),
-            th.first.eq(offset == 0), th.last.eq(cur.read | sender.last),
-            th.addr.eq(cur.remote + offset), th.offset.eq(offset),
-            # Ref: spec §4.2 — READ_REQ: the octets wanted; WRITE: the octets of this packet.
-            th.length.eq(Mux(cur.read, cur.length, octets)),
-        ]
-        m.d.comb += [reader.cmd.payload.addr.eq(cur.local + offset),
-                     reader.cmd.payload.octets.eq(octets)]
-        counters["axi_errors"].increment(m, reader.error | (writer.done.valid &
-                                                            writer.done.ready &
-                                                            ~writer.done.payload.ok))
-        with m.If(reader.error):
-            m.d.sync += tx_failed.eq(1)
-
-        id_free = (cmd.id < self.messages) & ~(busy >> cmd.id[:id_bits])[0]
-        end = cmd.local + cmd.length
-        well_formed = ((cmd.length != 0) & (cmd.remote[:beat_bits] == 0) &
-                       (cmd.local[:beat_bits] == 0) & (end <= (1 << self.addr_width)))
-        refused = Signal()          # a refused command's completion waits for the RX side
-        refused_id = Signal(MSG_BITS)
-        refused_status = Signal(CompletionStatus)
-        clear_refused = Signal()
-        with m.If(clear_refused):
-            m.d.sync += refused.eq(0)
-
-        with m.FSM(name="tx"):
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(~refused)
-                with m.If(self.cmd.valid & ~refused):
-                    m.d.sync += [cur.eq(cmd), tx_failed.eq(0)]
-                    sender.start(m, cmd.length)
-                    with m.If(~id_free):
-                        m.d.sync += [refused.eq(1), refused_id.eq(cmd.id),
-                                     refused_status.eq(CompletionStatus.BAD_TAG)]
-                        counters["bad_ids"].increment(m, 1)
-                    with m.Elif(~well_formed):
-                        m.d.sync += [refused.eq(1), refused_id.eq(cmd.id),
-                                     refused_status.eq(CompletionStatus.ADDRESS_ERROR)]
-                        counters["refused"].increment(m, 1)
-                    with m.Else():
-                        m.d.comb += [
-                            static_wr.en.eq(1), static_wr.addr.eq(cmd.id[:id_bits]),
-                            static_wr.data.read.eq(cmd.read), static_wr.data.dst.eq(cmd.dst),
-                            static_wr.data.length.eq(cmd.length),
-                            static_wr.data.local.eq(cmd.local), set_busy.eq(1),
-                        ]
-                        m.d.sync += [busy.bit_select(cmd.id[:id_bits], 1).eq(1),
-                                     unreachable.bit_select(cmd.id[:id_bits], 1).eq(0),
-                                     tx_active.eq(1)]
-                        counters["commands"].increment(m, 1)
-                        m.next = "START"
-            with m.State("START"):
-                m.d.comb += [tx_write.eq(1), tx_write_id.eq(cur.id[:id_bits])]
-                with m.If(tx_granted):
-                    m.next = "READ_REQ"
-                    with m.If(~cur.read):
-                        m.next = "PACKET"
-            with m.State("READ_REQ"):
-                # A READ_REQ has no payload.
-                with m.If(sender.empty(m)):
-                    m.d.sync += tx_active.eq(0)
-                    counters["packets_sent"].increment(m, 1)
-                    m.next = "IDLE"
-            with m.State("PACKET"):
-                # One WRITE packet at a time: its header and its read run side by side.
-                sent, done = sender.segment(m)
-                counters["packets_sent"].increment(m, sent)
-                with m.If(done):
-                    m.next = "SENT"
-            with m.State("SENT"):
-                # The timeout of a WRITE runs from its last packet.
-                m.d.comb += [tx_write.eq(1), tx_write_id.eq(cur.id[:id_bits])]
-                with m.If(tx_granted):
-                    m.d.sync += tx_active.eq(0)
-                    m.next = "IDLE"
-
-        # --- responses in, timeouts, completions -----------------------------------------------
-        m.submodules.parser = parser = OefhParser(W)
-        wiring.connect(m, wiring.flipped(self.i), parser.i)
-        fail_in = Signal(_Failed())
-        head = self.fail.payload
-        m.d.comb += [fail_in.msg.eq(head.th.rdma.msg), fail_in.dst.eq(head.oefh.dst),
-                     fail_in.read.eq(head.th.rdma.opcode == Opcode.READ_REQ),
-                     fail_in.last.eq(head.th.rdma.last)]
-        fail_q = fail_queue(m, self.fail, fail_in, self.fail_depth, counters["fail_overflows"])
-        fail_out = _Failed()(fail_q.r_data)
-        failed = Signal(_Failed())
-        rh = Signal(HeaderLayout())
-        r = rh.th.rdma
-        m.d.comb += [static_rd.addr.eq(parser.header.payload.th.rdma.msg[:id_bits]),
-                     progress_rd.addr.eq(parser.header.payload.th.rdma.msg[:id_bits])]
-        # The tables' entries of the response's msg: on the read ports in CHECK, held after.
-        entry_r = Signal(_Static(self.addr_width))
-        done_r = Signal(_Progress())
-        in_check = Signal()
-        entry = Signal(_Static(self.addr_width))
-        done_so_far = Signal(_Progress())
-        m.d.comb += [entry.eq(Mux(in_check, static_rd.data, entry_r)),
-                     done_so_far.eq(Mux(in_check, progress_rd.data, done_r))]
-        cpl_id = Signal(MSG_BITS)
-        status = Signal(CompletionStatus)
-        m.d.comb += [self.cpl.payload.tag.eq(cpl_id), self.cpl.payload.status.eq(status)]
-        counters["completions"].increment(m, self.cpl.valid & self.cpl.ready)
-        counters["unreachable"].increment(m, self.cpl.valid & self.cpl.ready &
-                                          (status == CompletionStatus.UNREACHABLE))
-        after_drain = Signal()      # DRAIN goes on to CPL (else to IDLE)
-
-        ptr = Signal(id_bits)
-        ptr_r = Signal(id_bits)
-        scanned = Signal()
-        m.d.comb += progress_scan.addr.eq(ptr)
-        expired = (scanned & (busy >> ptr_r)[0] & ~(tx_active & (cur.id[:id_bits] == ptr_r)) &
-                   ((now - progress_scan.data.stamp)[:STAMP_BITS] >= self.timeout_cycles))
-        gave_up = Signal(CompletionStatus)      # the status of an expired message
-        m.d.comb += gave_up.eq(Mux((unreachable >> ptr_r)[0], CompletionStatus.UNREACHABLE,
-                                   CompletionStatus.TIMEOUT))
-
-        # ``live``: a message of this msg is outstanding with the response's source (msg ids
-        # are unique per source, spec §4.2); else the response is unexpected.
-        live = ((r.msg < self.messages) & (busy >> r.msg[:id_bits])[0] &
-                ~(tx_active & (cur.id == r.msg)) & (rh.oefh.src == entry.dst))
-        sane = r.status <= Status.ADDRESS_ERROR
-        is_ack = live & sane & (r.opcode == Opcode.ACK) & ~entry.read
-        is_rsp = live & sane & (r.opcode == Opcode.READ_RSP) & entry.read
-        fits = ((r.length != 0) & (r.length <= MAX_PACKET_OCTETS) &
-                (r.offset[:beat_bits] == 0) & (r.offset + r.length <= entry.length))
-        placed = Signal(LENGTH_BITS + 1)
-        m.d.comb += placed.eq(done_so_far.placed + r.length)
-        exact = Signal()
-        write_ok = Signal()
-        move_sent = Signal()
-        m.d.comb += [writer.cmd.payload.addr.eq(entry.local + r.offset),
-                     writer.cmd.payload.octets.eq(r.length),
-                     writer.cmd.payload.write.eq(1)]
-
-        with m.FSM(name="rx"):
-            with m.State("IDLE"):
-                m.d.sync += scanned.eq(0)
-                with m.If(expired):
-                    m.d.sync += [cpl_id.eq(ptr_r), status.eq(gave_up)]
-                    counters["timeouts"].increment(m, gave_up == CompletionStatus.TIMEOUT)
-                    m.next = "CPL"
-                with m.Elif(refused):
-                    m.d.sync += [cpl_id.eq(refused_id), status.eq(refused_status)]
-                    m.next = "REFUSED"
-                with m.Elif(fail_q.r_rdy):
-                    m.d.comb += [fail_q.r_en.eq(1), static_rd.addr.eq(fail_out.msg[:id_bits])]
-                    m.d.sync += failed.eq(fail_out)
-                    m.next = "FAIL"
-                with m.Elif(parser.header.valid):
-                    m.d.comb += parser.header.ready.eq(1)
-                    m.d.sync += rh.eq(parser.header.payload)
-                    m.next = "CHECK"
-                with m.Else():
-                    m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
-            with m.State("FAIL"):
-                # The static entry of the dropped packet's msg is on static_rd.data this cycle.
-                sending = tx_active & (cur.id == failed.msg)
-                with m.If((failed.msg < self.messages) & (busy >> failed.msg[:id_bits])[0] &
-                          (static_rd.data.dst == failed.dst) &
-                          (static_rd.data.read == failed.read)):
-                    with m.If(failed.last & ~sending):
-                        m.d.sync += [cpl_id.eq(failed.msg),
-                                     status.eq(CompletionStatus.UNREACHABLE)]
-                        m.next = "CPL"
-                    with m.Else():
-                        m.d.sync += unreachable.bit_select(failed.msg[:id_bits], 1).eq(1)
-                        m.next = "IDLE"
-                with m.Else():
-                    counters["stale_fails"].increment(m, 1)
-                    m.next = "IDLE"
-            with m.State("REFUSED"):
-                m.d.comb += self.cpl.valid.eq(1)
-                with m.If(self.cpl.ready):
-                    m.d.comb += clear_refused.eq(1)
-                    m.next = "IDLE"
-            with m.State("CHECK"):
-                m.d.comb += in_check.eq(1)
-                m.d.sync += [cpl_id.eq(r.msg), move_sent.eq(0), after_drain.eq(0),
-                             entry_r.eq(static_rd.data), done_r.eq(progress_rd.data)]
-                # A refused READ is answered by one READ_RSP with its status and nothing else.
-                refusal = is_rsp & (r.status != Status.OK) & (r.length == 0) & (r.offset == 0)
-                with m.If(is_ack | refusal):
-                    # The target's verdict on the whole message.
-                    m.d.sync += [after_drain.eq(1),
-                                 status.eq(Mux((r.status == Status.OK) & done_so_far.failed,
-                                               CompletionStatus.ADDRESS_ERROR, r.status))]
-                    counters["packets_received"].increment(m, 1)
-                    m.next = "DRAIN"
-                with m.Elif(is_rsp & (r.status == Status.OK) & fits):
-                    m.next = "PLACE"
-                with m.Else():
-                    counters["unexpected"].increment(m, ~live)
-                    counters["mismatched"].increment(m, live)
-                    m.next = "DRAIN"
-            with m.State("PLACE"):
-                wiring.connect(m, parser.o, writer.i)
-                m.d.comb += writer.cmd.valid.eq(~move_sent)
-                with m.If(writer.cmd.ready):
-                    m.d.sync += move_sent.eq(1)
-                m.d.comb += writer.done.ready.eq(1)
-                with m.If(writer.done.valid):
-                    m.d.sync += [exact.eq(writer.done.payload.exact),
-                                 write_ok.eq(writer.done.payload.ok)]
-                    m.next = "PLACED"
-            with m.State("PLACED"):
-                with m.If(exact):
-                    m.d.comb += [rx_write.eq(1), rx_write_id.eq(r.msg[:id_bits]),
-                                 rx_progress.placed.eq(placed), rx_progress.stamp.eq(now),
-                                 rx_progress.failed.eq(done_so_far.failed | ~write_ok)]
-                    counters["packets_received"].increment(m, 1)
-                    with m.If(placed == entry.length):
-                        m.d.sync += status.eq(Mux(done_so_far.failed | ~write_ok,
-                                                  CompletionStatus.ADDRESS_ERROR,
-                                                  CompletionStatus.OK))
-                        m.next = "CPL"
-                    with m.Else():
-                        m.next = "IDLE"
-                with m.Else():
-                    counters["mismatched"].increment(m, 1)
-                    m.next = "IDLE"
-            with m.State("DRAIN"):
-                m.d.comb += parser.o.ready.eq(1)
-                with m.If(parser.o.valid & parser.o.payload.last):
-                    with m.If(after_drain):
-                        m.next = "CPL"
-                    with m.Else():
-                        m.next = "IDLE"
-            with m.State("CPL"):
-                m.d.comb += self.cpl.valid.eq(1)
-                with m.If(self.cpl.ready):
-                    m.d.sync += busy.bit_select(cpl_id[:id_bits], 1).eq(0)
-                    m.d.comb += clear_busy.eq(1)
-                    m.next = "IDLE"
+        forward(m, self.count, tx.count)
+        forward(m, self.count, fails.count)
+        forward(m, self.count, rx.count)
+        counters = CounterBank(m, self.count, skip=(*tx.COUNTERS, *fails.COUNTERS,
+                                                    *rx.COUNTERS))
+        counters["axi_errors"].increment(m, tx.read_error | rx.write_error)
         return m
