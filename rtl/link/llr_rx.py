@@ -341,6 +341,7 @@ class AckCadence(wiring.Component):
 
     Latency: ``due`` follows the counts (registered) combinationally: one cycle after the frame
     or cycle that reaches the limit.
+    Throughput: one accepted frame per cycle.
     """
     def __init__(self, ack_every, ack_timer):
         self.ack_every, self.ack_timer = ack_every, ack_timer
@@ -390,6 +391,7 @@ class RxLcwSender(wiring.Component):
         LLR_ACKs sent.
 
     Latency: a request in cycle *t* is offered on ``lcw_tx`` in *t* + 1.
+    Throughput: one LCW per cycle; a request of a kind already pending merges with it.
     """
     COUNTERS = ("acks_sent",)
 

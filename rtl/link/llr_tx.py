@@ -348,6 +348,7 @@ class ReplayOccupancy(wiring.Component):
     Latency: ``frames_held`` is combinational; ``room`` is registered (one cycle old, hence the
     margin of one word and one frame: a cycle writes at most one word and ends at most one
     frame), so the writer's ``ready`` comes from a flop.
+    Throughput: follows the writer, one word per cycle.
     """
     COUNTERS = ("buffer_words_high", "buffer_frames_high")
 
@@ -568,6 +569,7 @@ class ReplayControl(wiring.Component):
     Latency: ``head`` moves in the cycle after the ACK/NACK; the replay it decides (NACK, skip,
     timeout) is on ``jump`` that cycle, so a NACK in cycle *t* cuts the frame on the wire in
     *t* + 1. ``jump.flush`` depends on registers only.
+    Throughput: one received LCW per cycle.
     """
     COUNTERS = ("replays", "nacks_received", "acks_received", "out_of_window", "timeouts",
                 "flushes", "flushed_frames")
@@ -712,6 +714,7 @@ class LlrTxPhase(wiring.Component):
 
     Latency: ``flush`` or ``echoed`` (in INIT) in cycle *t* changes ``phase`` in *t* + 1;
     LLR_INIT is offered in the cycle after ``timer_zero``.
+    Throughput: one LLR_INIT per timer period.
     """
     COUNTERS = ("inits_sent",)
 

@@ -170,7 +170,7 @@ class XgmiiClassifier(wiring.Component):
     rxd, rxc : In(64), In(8)
     word : Out(WordKind)
 
-    Latency: combinational.
+    Latency: combinational. Throughput: one word per cycle.
     """
     def __init__(self):
         super().__init__({**xgmii_rx(), "word": Out(WordKind())})
@@ -228,6 +228,7 @@ class LcwReceiver(wiring.Component):
         ``lcws``, ``lcw_crc_errors``, ``lcw_overruns``.
 
     Latency: LCW word on ``rxd`` in cycle c → ``lcw.valid`` in cycle c + 1.
+    Throughput: one LCW per cycle.
     """
     COUNTERS = ("lcws", "lcw_crc_errors", "lcw_overruns")
 
@@ -269,7 +270,7 @@ class FcsCheck(wiring.Component):
     rxd, rxc : In(64), In(8)
     io : In(FcsCheckRequest)
 
-    Latency: combinational.
+    Latency: combinational. Throughput: one word per cycle.
     """
     def __init__(self):
         super().__init__({**xgmii_rx(), "io": In(FcsCheckRequest())})
@@ -297,7 +298,8 @@ class MacRxFramer(wiring.Component):
     held one word (to know which octets are FCS) and delivered, a /T/ word ends it in two
     stages (first the CRC over it, the length checks and the last beat's octets; a cycle later
     the FCS check and the last beat), any other word ends it as bad; the beat goes out on ``o``
-    from a register.
+    from a register. Its ``elaborate`` is a little over ~120 lines because it is one state
+    machine: each word's decision (deliver, end, drop, count) is made in one place.
 
     Members
     -------
@@ -313,7 +315,7 @@ class MacRxFramer(wiring.Component):
         found at /T/), ``overruns``.
 
     Latency: as :class:`MacRx` (body beat 2 cycles after its word, last beat 2 cycles after
-    the /T/ word, 1 cycle after another ending word).
+    the /T/ word, 1 cycle after another ending word). Throughput: one word per cycle.
     """
     COUNTERS = ("bad_starts", "error_chars", "truncated", "too_long", "overruns")
 
@@ -467,6 +469,7 @@ class FrameVerdict(wiring.Component):
 
     Latency: ``error`` is combinational; ``octets`` is added one cycle after ``frames``
     (registered first: keeps the octet adder off the FCS check's path).
+    Throughput: one frame end per cycle.
     """
     COUNTERS = ("frames", "octets", "fcs_errors", "runts")
 

@@ -194,7 +194,7 @@ class StartWord(wiring.Component):
     -------
     io : In(WordRequest(MacTxUserLayout))
 
-    Latency: combinational.
+    Latency: combinational. Throughput: one word per cycle.
     """
     def __init__(self):
         super().__init__({"io": In(WordRequest(MacTxUserLayout()))})
@@ -223,7 +223,7 @@ class LcwWord(wiring.Component):
     -------
     io : In(WordRequest(LcwLayout))
 
-    Latency: combinational.
+    Latency: combinational. Throughput: one word per cycle.
     """
     def __init__(self):
         super().__init__({"io": In(WordRequest(LcwLayout()))})
@@ -248,7 +248,7 @@ class FcsStep(wiring.Component):
     -------
     io : In(FcsRequest)
 
-    Latency: combinational.
+    Latency: combinational. Throughput: one word per cycle.
     """
     def __init__(self):
         super().__init__({"io": In(FcsRequest())})
@@ -281,7 +281,7 @@ class TailWords(wiring.Component):
     io : In(TailRequest)
 
     Latency: combinational (from registers in :class:`MacTxSequencer`, so no path runs from
-    the CRC trees into the output word).
+    the CRC trees into the output word). Throughput: one frame end per cycle.
     """
     def __init__(self, ifg):
         self._ifg = ifg
@@ -322,7 +322,10 @@ class MacTxSequencer(wiring.Component):
     :class:`MacTx`'s behaviour, producer contract and timing, with the words built by the
     other parts: it takes the beats, holds the two stages (the beat taken waits one cycle in a
     register while the CRC register advances over it; the tail words are built from registers
-    a cycle later), counts the gap, places LCWs and aborts, and counts.
+    a cycle later), counts the gap, places LCWs and aborts, and counts. Its ``elaborate`` is
+    longer than ~120 lines because it is one state machine: each branch decides, for the same
+    cycle, the word, whether a beat is taken, the gap and the counts; apart, each of these
+    decisions would need the whole state again.
 
     Members
     -------
@@ -337,7 +340,8 @@ class MacTxSequencer(wiring.Component):
     tail : Out(TailRequest)
         The tail words of the staged last beat (:class:`TailWords`).
 
-    Latency: as :class:`MacTx` (``txd``/``txc`` are its registers).
+    Latency: as :class:`MacTx` (``txd``/``txc`` are its registers). Throughput: as
+    :class:`MacTx`, full line rate.
     """
     def __init__(self, ifg, lcw_in_frame):
         self._ifg = ifg
