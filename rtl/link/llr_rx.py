@@ -118,7 +118,6 @@ class LlrRx(wiring.Component):
         #          └ events ─▶ AckCadence ─▶ RxLcwSender ─▶ lcw_tx
         m = Module()
         W = self.buffer_words
-        AW = exact_log2(W)
 
         buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
         m.submodules.buffer = buffer

@@ -154,10 +154,9 @@ class LlrTx(wiring.Component):
         #      LlrTxPhase: OFF / INIT / ADVANCE / FLUSH, LLR_INIT on lcw_tx
         m = Module()
         W, F = self.buffer_words, self.buffer_frames
-        AW, FW = exact_log2(W), exact_log2(F)
 
         buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
-        starts = Memory(shape=unsigned(AW), depth=F, init=[])
+        starts = Memory(shape=unsigned(exact_log2(W)), depth=F, init=[])
         m.submodules.buffer = buffer
         m.submodules.starts = starts
         wr = buffer.write_port()
