@@ -9,18 +9,21 @@ LLR_NACK carrying the last good seq, then discards everything until the expected
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import enum, stream, wiring
-from amaranth.lib.memory import Memory
+from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..buffer import FRAME_BUFFER_OCTETS, FrameWordLayout, MAX_FRAME_WORDS, read_committed
+from ..compose import forward
 from ..counters import CounterBank, Counters
 from ..params import IntRange, Param, parameters
 from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType
-from .layouts import LcwEvents, LcwStream, MacRxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
+from .layouts import (LCW_PAYLOAD_BITS, LcwEvents, LcwStream, MacRxFrameLayout, MAC_BEAT_OCTETS,
+                      SEQ_BITS)
 
-__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "HELD_FRAME_BITS"]
+__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "HELD_FRAME_BITS", "RxAcceptor",
+           "AckCadence", "RxLcwSender", "RxDelivery"]
 
 _SEQ_HALF = 1 << (SEQ_BITS - 1)
 #: Width of :attr:`LlrRx.held_frames`.
@@ -111,30 +114,119 @@ class LlrRx(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # mac ─▶ RxAcceptor ─▶ buffer ─▶ RxDelivery ─▶ o
+        #          └ events ─▶ AckCadence ─▶ RxLcwSender ─▶ lcw_tx
         m = Module()
         W = self.buffer_words
-        AW = exact_log2(W)
-        counters = CounterBank(m, self.count)
 
         buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
         m.submodules.buffer = buffer
         wr = buffer.write_port()
         rd = buffer.read_port()
 
+        m.submodules.acceptor = acceptor = RxAcceptor(W)
+        m.submodules.delivery = delivery = RxDelivery(W)
+        m.submodules.cadence = cadence = AckCadence(self.ack_every, self.ack_timer)
+        m.submodules.sender = sender = RxLcwSender()
+
+        wiring.connect(m, wiring.flipped(self.mac), acceptor.mac)
+        wiring.connect(m, wiring.flipped(self.lcw_rx), acceptor.lcw_rx)
+        wiring.connect(m, acceptor.buffer, wr)
+        wiring.connect(m, delivery.buffer, rd)
+        wiring.connect(m, delivery.o, wiring.flipped(self.o))
+        wiring.connect(m, acceptor.events, cadence.events, sender.events)
+        wiring.connect(m, sender.lcw_tx, wiring.flipped(self.lcw_tx))
+        m.d.comb += [
+            acceptor.rd_ptr.eq(delivery.rd_ptr),
+            delivery.commit.eq(acceptor.commit),
+            delivery.committing.eq(acceptor.committing),
+            cadence.ack_sent.eq(sender.ack_sent),
+            sender.ack_due.eq(cadence.due),
+            self.state.eq(acceptor.events.state),
+            self.held_frames.eq(delivery.held_frames),
+        ]
+        for part in (acceptor, sender):
+            forward(m, self.count, part.count)
+        return m
+
+
+def RxEvents():
+    """What :class:`RxAcceptor` tells the LCW side, all of the current cycle: ``state``;
+    ``last_good`` the newest sequenced frame accepted (expected − 1); strobes ``nack`` (ask for
+    a replay from ``last_good`` + 1), ``ack`` (a duplicate arrived: say how far we are),
+    ``committed`` (a sequenced frame was accepted), ``init`` (LLR_INIT arrived, its payload in
+    ``init_payload``)."""
+    return wiring.Signature({"state": Out(RxState), "last_good": Out(SEQ_BITS),
+                             "nack": Out(1), "ack": Out(1), "committed": Out(1),
+                             "init": Out(1), "init_payload": Out(LCW_PAYLOAD_BITS)})
+
+
+class RxAcceptor(wiring.Component):
+    """Judge each frame from the MAC and write the accepted ones into the receive buffer.
+
+    The rules are :class:`LlrRx`'s: a frame is taken on its first beat (expected seq or
+    unsequenced, and room for a longest frame), written as it arrives, and committed or rolled
+    back at its last beat (``user.error``). The receiver state (OFF, SEND_ACKS, NACK_SENT) and
+    the expected seq live here; an LLR_INIT resets them and drops a frame still arriving.
+
+    Members
+    -------
+    mac : In(stream.Signature(MacRxFrameLayout))
+        Frames from the MAC (always ready).
+    lcw_rx : In(LcwEvents())
+        LCWs from the partner; LLR_INIT is used.
+    buffer : Out(WritePort.Signature(FrameWordLayout))
+        Write port of the receive buffer.
+    rd_ptr : In(addr bits + 1)
+        The reader's pointer (:class:`RxDelivery`): the words before it are free.
+    commit : Out(addr bits + 1)
+        End of the committed words.
+    committing : Out(1)
+        A frame (sequenced or not) is committed this cycle.
+    events : Out(RxEvents)
+    count : Out(Counters)
+        All of :class:`LlrRx`'s counters but ``acks_sent``.
+
+    Latency: a frame's words are written in the cycle they arrive; ``commit`` moves in the
+    cycle after its last beat. Strobes on ``events`` are of the cycle of the beat or LCW.
+    Throughput: one beat per cycle.
+    """
+    COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "duplicates", "seq_errors",
+                "discarded", "overflows", "unsequenced", "inits_received")
+
+    def __init__(self, words):
+        self.words = words
+        aw = exact_log2(words)
+        super().__init__({
+            "mac": In(stream.Signature(MacRxFrameLayout())),
+            "lcw_rx": In(LcwEvents()),
+            "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
+            "rd_ptr": In(aw + 1),
+            "commit": Out(aw + 1),
+            "committing": Out(1),
+            "events": Out(RxEvents()),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.words
+        AW = exact_log2(W)
+        counters = CounterBank(m, self.count)
+        wr, ev, rd_ptr = self.buffer, self.events, self.rd_ptr
+
         state = Signal(RxState)
         expected = Signal(SEQ_BITS)
         last_good = Signal(SEQ_BITS)
-        m.d.comb += [self.state.eq(state), last_good.eq(expected - 1)]
+        m.d.comb += [ev.state.eq(state), last_good.eq(expected - 1), ev.last_good.eq(last_good)]
 
-        # --- buffer pointers: wr_ptr runs ahead of commit while a frame is written --------
+        # wr_ptr runs ahead of commit while a frame is written.
         wr_ptr = Signal(AW + 1)
         commit = Signal(AW + 1)
-        rd_ptr = Signal(AW + 1)
         free = Signal(AW + 1)
         m.d.comb += free.eq(W - (wr_ptr - rd_ptr)[:AW + 1])
         room = free >= MAX_FRAME_WORDS
 
-        # --- judging frames ---------------------------------------------------------------------
         beat = self.mac.payload
         m.d.comb += self.mac.ready.eq(1)
         arrive = self.mac.valid
@@ -160,18 +252,12 @@ class LlrRx(wiring.Component):
             wr.en.eq(writing),
         ]
 
-        nack_pending = Signal()
-        nack_seq = Signal(SEQ_BITS)
-        ack_pending = Signal()
-        echo_pending = Signal()
-        echo_payload = Signal(40)
-
         def ask_nack(always=False):
             # One NACK per loss: from SEND_ACKS, or (``always``) when the expected frame
             # itself arrived and failed, which ends the discard period and starts a new loss.
             with m.If((state == RxState.SEND_ACKS) | always):
-                m.d.sync += [nack_pending.eq(1), nack_seq.eq(last_good),
-                             state.eq(RxState.NACK_SENT)]
+                m.d.comb += ev.nack.eq(1)
+                m.d.sync += state.eq(RxState.NACK_SENT)
                 counters["nacks_sent"].increment(m, 1)
 
         with m.If(arrive):
@@ -181,11 +267,10 @@ class LlrRx(wiring.Component):
         with m.If(writing):
             m.d.sync += wr_ptr.eq(wr_ptr + 1)
 
-        committed = Signal()           # a sequenced frame was accepted this cycle
         with m.If(first & beat.user.sequenced & (state != RxState.OFF) & ~accept_now):
             with m.If(is_old):
                 counters["duplicates"].increment(m, 1)
-                m.d.sync += ack_pending.eq(1)
+                m.d.comb += ev.ack.eq(1)
             with m.Elif(is_expected):
                 counters["overflows"].increment(m, 1)
                 ask_nack()
@@ -207,24 +292,19 @@ class LlrRx(wiring.Component):
             with m.Else():
                 m.d.sync += commit.eq(wr_ptr + 1)
                 with m.If(beat.user.sequenced):
-                    m.d.comb += committed.eq(1)
+                    m.d.comb += ev.committed.eq(1)
                     m.d.sync += [expected.eq(expected + 1), state.eq(RxState.SEND_ACKS)]
                     counters["frames_received"].increment(m, 1)
                 with m.Else():
                     counters["unsequenced"].increment(m, 1)
 
-        # --- LLR_INIT from the partner --------------------------------------------------------
         lcw = self.lcw_rx
         init = lcw.valid & (lcw.payload.type == LcwType.LLR_INIT)
         counters["inits_received"].increment(m, init)
-        unacked = Signal(8)
-        ack_age = Signal(16)
         with m.If(init):
             m.d.sync += [
                 expected.eq(LLR_PAYLOAD.layout(lcw.payload.payload).seq),
                 state.eq(RxState.SEND_ACKS),
-                echo_pending.eq(1), echo_payload.eq(lcw.payload.payload),
-                nack_pending.eq(0), ack_pending.eq(0),
                 taking.eq(0),
             ]
             # A frame ending now came before the INIT and is kept; one still arriving is
@@ -234,20 +314,115 @@ class LlrRx(wiring.Component):
             with m.Else():
                 m.d.sync += wr_ptr.eq(commit)
 
-        # --- ACK cadence ----------------------------------------------------------------------
-        ack_sent = Signal()
-        with m.If(ack_sent | init):
+        m.d.comb += [
+            ev.init.eq(init),
+            ev.init_payload.eq(lcw.payload.payload),
+            self.commit.eq(commit),
+            self.committing.eq(writing & beat.last & ~beat.user.error),
+        ]
+        return m
+
+
+class AckCadence(wiring.Component):
+    """Say when a cumulative LLR_ACK is due.
+
+    Counts the sequenced frames accepted since the last ACK (or LLR_INIT) and the cycles since
+    the oldest of them; an ACK is ``due`` in SEND_ACKS once ``ack_every`` frames are
+    unacknowledged or ``ack_timer`` cycles have passed, except in the cycle of an LLR_INIT.
+
+    Members
+    -------
+    events : In(RxEvents)
+        ``committed``, ``init`` and ``state`` are used.
+    ack_sent : In(1)
+        An LLR_ACK left this cycle (:class:`RxLcwSender`).
+    due : Out(1)
+
+    Latency: ``due`` follows the counts (registered) combinationally: one cycle after the frame
+    or cycle that reaches the limit.
+    Throughput: one accepted frame per cycle.
+    """
+    def __init__(self, ack_every, ack_timer):
+        self.ack_every, self.ack_timer = ack_every, ack_timer
+        super().__init__({
+            "events": In(RxEvents()),
+            "ack_sent": In(1),
+            "due": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ev = self.events
+        committed, init = ev.committed, ev.init
+        unacked = Signal(8)
+        ack_age = Signal(16)
+        with m.If(self.ack_sent | init):
             m.d.sync += [unacked.eq(committed), ack_age.eq(0)]
         with m.Else():
             with m.If(committed):
                 m.d.sync += unacked.eq(unacked + 1)
             with m.If(unacked != 0):
                 m.d.sync += ack_age.eq(ack_age + 1)
-        with m.If(((unacked >= self.ack_every) | ((unacked != 0) & (ack_age >= self.ack_timer)))
-                  & (state == RxState.SEND_ACKS) & ~init):
+        m.d.comb += self.due.eq(
+            ((unacked >= self.ack_every) | ((unacked != 0) & (ack_age >= self.ack_timer)))
+            & (ev.state == RxState.SEND_ACKS) & ~init)
+        return m
+
+
+class RxLcwSender(wiring.Component):
+    """Send the receiver's LCWs: LLR_NACK, then LLR_INIT_ECHO, then LLR_ACK.
+
+    Each kind is one pending flag, set by its request and cleared when that LCW leaves:
+    ``nack`` latches ``last_good`` for the NACK; ``ack`` and ``ack_due`` ask for an ACK (of
+    ``last_good`` when it leaves); ``init`` asks for the echo of its payload and cancels a
+    pending NACK and ACK.
+
+    Members
+    -------
+    events : In(RxEvents)
+        ``nack``, ``ack``, ``init``, ``init_payload`` and ``last_good`` are used.
+    ack_due : In(1)
+        From :class:`AckCadence`.
+    lcw_tx : Out(LcwStream())
+    ack_sent : Out(1)
+        An LLR_ACK is taken on ``lcw_tx`` this cycle.
+    count : Out(Counters)
+        LLR_ACKs sent.
+
+    Latency: a request in cycle *t* is offered on ``lcw_tx`` in *t* + 1.
+    Throughput: one LCW per cycle; a request of a kind already pending merges with it.
+    """
+    COUNTERS = ("acks_sent",)
+
+    def __init__(self):
+        super().__init__({
+            "events": In(RxEvents()),
+            "ack_due": In(1),
+            "lcw_tx": Out(LcwStream()),
+            "ack_sent": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        ev = self.events
+
+        nack_pending = Signal()
+        nack_seq = Signal(SEQ_BITS)
+        ack_pending = Signal()
+        echo_pending = Signal()
+        echo_payload = Signal(40)
+        with m.If(ev.nack):
+            m.d.sync += [nack_pending.eq(1), nack_seq.eq(ev.last_good)]
+        with m.If(ev.ack):
+            m.d.sync += ack_pending.eq(1)
+        with m.If(ev.init):
+            m.d.sync += [echo_pending.eq(1), echo_payload.eq(ev.init_payload),
+                         nack_pending.eq(0), ack_pending.eq(0)]
+        with m.If(self.ack_due):
             m.d.sync += ack_pending.eq(1)
 
-        # --- LCWs to send: NACK, then ECHO, then ACK --------------------------------------------
         tx = self.lcw_tx
         tx_seq = LLR_PAYLOAD.layout(tx.payload.payload).seq
         with m.If(nack_pending):
@@ -256,7 +431,7 @@ class LlrRx(wiring.Component):
             m.d.comb += [tx.payload.type.eq(LcwType.LLR_INIT_ECHO),
                          tx.payload.payload.eq(echo_payload)]
         with m.Else():
-            m.d.comb += [tx.payload.type.eq(LcwType.LLR_ACK), tx_seq.eq(last_good)]
+            m.d.comb += [tx.payload.type.eq(LcwType.LLR_ACK), tx_seq.eq(ev.last_good)]
         m.d.comb += tx.valid.eq(nack_pending | echo_pending | ack_pending)
         sent = tx.valid & tx.ready
         with m.If(sent):
@@ -266,15 +441,53 @@ class LlrRx(wiring.Component):
                 m.d.sync += echo_pending.eq(0)
             with m.Else():
                 m.d.sync += ack_pending.eq(0)
-                m.d.comb += ack_sent.eq(1)
-        counters["acks_sent"].increment(m, ack_sent)
+                m.d.comb += self.ack_sent.eq(1)
+        counters["acks_sent"].increment(m, self.ack_sent)
+        return m
 
-        # --- buffer -> upper layer --------------------------------------------------------------
-        delivered = read_committed(m, rd, rd_ptr, commit, self.o)
+
+class RxDelivery(wiring.Component):
+    """Hand the committed frames of the receive buffer to the upper layer, and count the frames
+    held.
+
+    Reads words up to ``commit`` onto ``o`` (one output register, see
+    :func:`~ethlink.rtl.buffer.read_committed`). ``held_frames`` counts committed frames whose
+    last beat has not left, including one ``committing`` this cycle.
+
+    Members
+    -------
+    buffer : Out(ReadPort.Signature(FrameWordLayout))
+        Synchronous read port of the receive buffer.
+    commit : In(addr bits + 1)
+    committing : In(1)
+    o : Out(PacketStream(8))
+    rd_ptr : Out(addr bits + 1)
+        The read pointer: the words before it are free.
+    held_frames : Out(16)
+
+    Latency: a word is read in the first cycle ``commit`` covers it and offered on ``o`` in the
+    next. Throughput: one beat per cycle.
+    """
+    def __init__(self, words):
+        self.words = words
+        aw = exact_log2(words)
+        super().__init__({
+            "buffer": Out(ReadPort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
+            "commit": In(aw + 1),
+            "committing": In(1),
+            "o": Out(PacketStream(MAC_BEAT_OCTETS)),
+            "rd_ptr": Out(aw + 1),
+            "held_frames": Out(HELD_FRAME_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rd_ptr = Signal(len(self.rd_ptr))
+        delivered = read_committed(m, self.buffer, rd_ptr, self.commit, self.o)
+        m.d.comb += self.rd_ptr.eq(rd_ptr)
 
         # Committed frames not yet wholly delivered (every committed frame, sequenced or not).
         held = Signal(HELD_FRAME_BITS)
-        committing = writing & beat.last & ~beat.user.error
-        m.d.sync += held.eq(held + committing - delivered)
-        m.d.comb += self.held_frames.eq(held + committing)
+        m.d.sync += held.eq(held + self.committing - delivered)
+        m.d.comb += self.held_frames.eq(held + self.committing)
         return m

@@ -10,11 +10,12 @@ LLR_INIT / LLR_INIT_ECHO; ACKs and NACKs outside the outstanding window are igno
 
 from amaranth.hdl import Module, Signal, Mux, unsigned
 from amaranth.lib import enum, stream, wiring
-from amaranth.lib.memory import Memory
+from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from ..buffer import FRAME_BUFFER_OCTETS, FrameWordLayout, MAX_FRAME_WORDS
+from ..compose import broadcast, forward
 from ..counters import CounterBank, Counters
 from ..params import IntRange, Param, PowerOfTwo, parameters
 from ..stream import PacketStream
@@ -22,7 +23,8 @@ from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import LcwEvents, LcwStream, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
 
 __all__ = ["LlrTx", "TxState", "REPLAY_MAX", "BUFFER_FRAMES", "DEFAULT_REPLAY_TIMEOUT",
-           "AUTO_TIMEOUT_MARGIN", "TIMER_BITS", "seq_in_window"]
+           "AUTO_TIMEOUT_MARGIN", "TIMER_BITS", "seq_in_window", "ReplayWriter",
+           "ReplayOccupancy", "ReplayReader", "ReplayControl", "LlrTxPhase"]
 #: Replay timer while the round trip is not known yet (``replay_timeout`` = 0, no PONG yet).
 DEFAULT_REPLAY_TIMEOUT = 4096
 #: Automatic replay timer: twice the measured round trip plus this margin: two longest frames
@@ -147,49 +149,149 @@ class LlrTx(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # i ─▶ ReplayWriter ─▶ buffer, starts ─▶ ReplayReader ─▶ mac
+        #      ReplayOccupancy: room for the writer     ReplayControl: ACK/NACK, timer, jumps
+        #      LlrTxPhase: OFF / INIT / ADVANCE / FLUSH, LLR_INIT on lcw_tx
         m = Module()
         W, F = self.buffer_words, self.buffer_frames
-        AW, FW = exact_log2(W), exact_log2(F)
 
         buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
-        starts = Memory(shape=unsigned(AW), depth=F, init=[])
+        starts = Memory(shape=unsigned(exact_log2(W)), depth=F, init=[])
         m.submodules.buffer = buffer
         m.submodules.starts = starts
         wr = buffer.write_port()
         rd = buffer.read_port(transparent_for=(wr,))
         start_wr = starts.write_port()
         start_of_head = starts.read_port(domain="comb")
-        start_of_next = starts.read_port(domain="comb")     # frame after the one being read
-        start_of_target = starts.read_port(domain="comb")   # where a replay begins
+        start_of_next = starts.read_port(domain="comb")
+        start_of_target = starts.read_port(domain="comb")
 
-        counters = CounterBank(m, self.count)
+        m.submodules.writer = writer = ReplayWriter(W, F)
+        m.submodules.occupancy = occupancy = ReplayOccupancy(W, F)
+        m.submodules.reader = reader = ReplayReader(W, F)
+        m.submodules.control = control = ReplayControl(W, F, self.replay_max)
+        m.submodules.phase = phase = LlrTxPhase()
 
-        # Sequence numbers: head = oldest unacknowledged, send = next to read from the buffer,
-        # sent_hi = one past the newest frame ever started, nxt = the frame being written.
-        head = Signal(SEQ_BITS)
-        send = Signal(SEQ_BITS)
-        sent_hi = Signal(SEQ_BITS)
-        nxt = Signal(SEQ_BITS)
-        fsm_state = Signal(TxState, init=TxState.INIT)
-        nonce = Signal(16)
+        wiring.connect(m, wiring.flipped(self.i), writer.i)
+        wiring.connect(m, writer.buffer, wr)
+        wiring.connect(m, writer.starts, start_wr)
+        wiring.connect(m, writer.status, occupancy.writer, reader.writer, control.writer)
+        wiring.connect(m, reader.buffer, rd)
+        wiring.connect(m, wiring.flipped(self.mac), reader.mac)
+        _serve(m, start_of_head, occupancy.head_start)
+        _serve(m, start_of_next, reader.next_start)
+        _serve(m, start_of_target, reader.target_start)
+        wiring.connect(m, control.jump, reader.jump)
+        broadcast(m, self.lcw_rx, control.lcw_rx, phase.lcw_rx)
+        wiring.connect(m, phase.lcw_tx, wiring.flipped(self.lcw_tx))
 
-        # --- writer: upper layer -> buffer ------------------------------------------------
+        m.d.comb += [
+            writer.room.eq(occupancy.room),
+            occupancy.head.eq(control.head),
+            reader.phase.eq(phase.phase),
+            control.phase.eq(phase.phase),
+            control.send.eq(reader.send),
+            control.sent_hi.eq(reader.sent_hi),
+            control.frames_held.eq(occupancy.frames_held),
+            control.echoed.eq(phase.echoed),
+            control.replay_timeout.eq(self.replay_timeout),
+            control.rtt.eq(self.rtt),
+            control.rtt_valid.eq(self.rtt_valid),
+            phase.enable.eq(self.enable),
+            phase.head.eq(control.head),
+            phase.flush.eq(control.jump.flush),
+            phase.timer_zero.eq(control.timer_zero),
+            phase.replaying.eq(reader.replaying),
+            self.abort.eq(control.jump.restart),
+            self.state.eq(phase.state),
+            self.head.eq(control.head),
+            self.failed.eq(phase.failed),
+        ]
+        for part in (occupancy, reader, control, phase):
+            forward(m, self.count, part.count)
+        return m
+
+
+def _serve(m, port, lookup):
+    """Answer ``lookup`` (a :func:`StartLookup`, flipped) from the asynchronous read ``port``."""
+    m.d.comb += [port.addr.eq(lookup.frame), lookup.addr.eq(port.data)]
+
+
+def StartLookup(frame_bits, addr_bits):
+    """Where a frame starts in the replay buffer: ``frame`` (the low bits of its sequence
+    number) out, its first word ``addr`` back in the same cycle (an asynchronous read of the
+    start table)."""
+    return wiring.Signature({"frame": Out(frame_bits), "addr": In(addr_bits)})
+
+
+def WriterStatus(addr_bits):
+    """What :class:`ReplayWriter` tells the others about the frame being written, all from the
+    current cycle: ``nxt`` the sequence number it gets, ``addr`` the next word written,
+    ``frame_start`` where frame ``nxt`` starts (its first word, or ``addr`` between frames),
+    ``in_frame`` a frame is half written, ``take`` a beat is written this cycle, ``last`` the
+    beat offered ends its frame."""
+    return wiring.Signature({"nxt": Out(SEQ_BITS), "addr": Out(addr_bits),
+                             "frame_start": Out(addr_bits), "in_frame": Out(1),
+                             "take": Out(1), "last": Out(1)})
+
+
+def Jump():
+    """A move of the reader decided by :class:`ReplayControl`, carried out in the same cycle:
+    ``restart`` the reader drops the beat it offers and starts a frame (a replay, a skip or a
+    FLUSH); ``go`` it moves to frame ``to`` (replay or skip); ``flush`` it moves past every
+    frame held, to the frame being written."""
+    return wiring.Signature({"restart": Out(1), "go": Out(1), "flush": Out(1),
+                             "to": Out(SEQ_BITS)})
+
+
+class ReplayWriter(wiring.Component):
+    """Write frame bodies into the replay buffer and number them.
+
+    A beat on ``i`` is taken when a frame is half written or ``room`` is high (so a frame once
+    started never waits for space), written to the next word of the buffer, and the first word
+    of each frame is recorded in the start table under its sequence number ``nxt``, which
+    counts up after each last beat. Words and frames lie back to back, wrapping around.
+
+    Members
+    -------
+    i : In(PacketStream(8))
+        Frame bodies from the upper layer.
+    buffer : Out(WritePort.Signature(FrameWordLayout))
+        Write port of the replay buffer.
+    starts : Out(WritePort.Signature(unsigned(addr bits)))
+        Write port of the start table.
+    room : In(1)
+        A new frame may start (:class:`ReplayOccupancy`).
+    status : Out(WriterStatus)
+        The frame being written.
+
+    Latency: a beat taken in cycle *t* is in the buffer, and counted in ``status.addr``, from
+    *t* + 1; ``status.take`` and ``status.last`` are of cycle *t*, so a reader can follow the
+    same cycle (the buffer read is transparent to the write).
+    Throughput: one beat per cycle.
+    """
+    def __init__(self, words, frames):
+        self.words, self.frames = words, frames
+        aw = exact_log2(words)
+        super().__init__({
+            "i": In(PacketStream(MAC_BEAT_OCTETS)),
+            "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
+            "starts": Out(WritePort.Signature(addr_width=exact_log2(frames),
+                                              shape=unsigned(aw)).flip()),
+            "room": In(1),
+            "status": Out(WriterStatus(aw)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        AW, FW = exact_log2(self.words), exact_log2(self.frames)
+        wr, start_wr = self.buffer, self.starts
+
         wr_addr = Signal(AW)
         wr_start = Signal(AW)          # first word of the frame being written
         wr_in_frame = Signal()
-        write_start = Mux(wr_in_frame, wr_start, wr_addr)   # where frame `nxt` starts
-        frames_held = Signal(FW + 1)
-        m.d.comb += frames_held.eq((nxt - head)[:SEQ_BITS])
-        free_words = Signal(AW + 1)
-        m.d.comb += [
-            start_of_head.addr.eq(head[:FW]),
-            free_words.eq(Mux(head == nxt, W, (start_of_head.data - wr_addr)[:AW])),
-        ]
-        # Registered, so `i.ready` comes from flops: one cycle stale, hence one word and one
-        # frame of margin (a cycle writes at most one word and completes at most one frame).
-        room = Signal()
-        m.d.sync += room.eq((frames_held < F - 1) & (free_words >= MAX_FRAME_WORDS + 1))
-        m.d.comb += self.i.ready.eq(wr_in_frame | room)
+        nxt = Signal(SEQ_BITS)
+        m.d.comb += self.i.ready.eq(wr_in_frame | self.room)
         take = self.i.valid & self.i.ready
         m.d.comb += [
             wr.addr.eq(wr_addr),
@@ -209,32 +311,163 @@ class LlrTx(wiring.Component):
             with m.If(self.i.payload.last):
                 m.d.sync += nxt.eq(nxt + 1)
 
+        m.d.comb += [
+            self.status.nxt.eq(nxt),
+            self.status.addr.eq(wr_addr),
+            self.status.frame_start.eq(Mux(wr_in_frame, wr_start, wr_addr)),
+            self.status.in_frame.eq(wr_in_frame),
+            self.status.take.eq(take),
+            self.status.last.eq(self.i.payload.last),
+        ]
+        return m
+
+
+class ReplayOccupancy(wiring.Component):
+    """Account for the replay buffer's use: frames held, words free, room for a new frame.
+
+    Frames ``head`` up to the writer's ``nxt`` are held; the free words run from the writer's
+    address to the start of frame ``head`` (all of them when nothing is held). ``room`` is high
+    when fewer than ``frames`` − 1 frames are held and at least one longest frame
+    (:data:`MAX_FRAME_WORDS` words) + 1 word is free.
+
+    Members
+    -------
+    writer : In(WriterStatus)
+    head : In(20)
+        Oldest frame held.
+    head_start : Out(StartLookup)
+        Where frame ``head`` starts.
+    frames_held : Out(frames bits + 1)
+        Frames held, this cycle.
+    room : Out(1)
+        A new frame may start.
+    count : Out(Counters)
+        High-water marks of the buffer words and frames in use.
+
+    Latency: ``frames_held`` is combinational; ``room`` is registered (one cycle old, hence the
+    margin of one word and one frame: a cycle writes at most one word and ends at most one
+    frame), so the writer's ``ready`` comes from a flop.
+    Throughput: follows the writer, one word per cycle.
+    """
+    COUNTERS = ("buffer_words_high", "buffer_frames_high")
+
+    def __init__(self, words, frames):
+        self.words, self.frames = words, frames
+        aw, fw = exact_log2(words), exact_log2(frames)
+        super().__init__({
+            "writer": In(WriterStatus(aw)),
+            "head": In(SEQ_BITS),
+            "head_start": Out(StartLookup(fw, aw)),
+            "frames_held": Out(fw + 1),
+            "room": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W, F = self.words, self.frames
+        AW, FW = exact_log2(W), exact_log2(F)
+        head, nxt, wr_addr = self.head, self.writer.nxt, self.writer.addr
+        counters = CounterBank(m, self.count)
+
+        frames_held = self.frames_held
+        m.d.comb += frames_held.eq((nxt - head)[:SEQ_BITS])
+        free_words = Signal(AW + 1)
+        m.d.comb += [
+            self.head_start.frame.eq(head[:FW]),
+            free_words.eq(Mux(head == nxt, W, (self.head_start.addr - wr_addr)[:AW])),
+        ]
+        m.d.sync += self.room.eq((frames_held < F - 1) & (free_words >= MAX_FRAME_WORDS + 1))
+
         used_words = Signal(AW + 1)
         m.d.comb += used_words.eq(W - free_words)
         counters.buffer_words_high.track_max(m, used_words)
         counters.buffer_frames_high.track_max(m, frames_held)
+        return m
 
-        # --- reader: buffer -> MAC ----------------------------------------------------------
+
+class ReplayReader(wiring.Component):
+    """Read frames from the replay buffer to the MAC, each with its sequence number.
+
+    In ADVANCE (``phase``), the reader sends frame ``send`` word by word and moves on to the next:
+    a frame already in the buffer, or the one being written, one word behind the writer
+    (cut-through). A frame is new when its number reaches ``sent_hi`` (one past the newest
+    frame ever started), a resend otherwise. A ``jump`` moves it: ``restart`` drops the beat it
+    offers (the MAC aborts the frame on the wire) and ``go`` restarts at frame ``jump.to``,
+    ``flush`` at the frame being written, forgetting every frame held.
+
+    Members
+    -------
+    writer : In(WriterStatus)
+    buffer : Out(ReadPort.Signature(FrameWordLayout))
+        Synchronous read port of the replay buffer, transparent to the writer's port.
+    next_start, target_start : Out(StartLookup)
+        Where frame ``send`` + 1 (the end of frame ``send``) and frame ``jump.to`` start.
+    mac : Out(stream.Signature(MacTxFrameLayout))
+        Frames to the MAC, ``user.sequenced`` = 1 and ``user.seq`` their number.
+    phase : In(TxState)
+        The transmitter's phase: the reader reads in ADVANCE only.
+    jump : In(Jump)
+    send, sent_hi : Out(20)
+        Next frame to read; one past the newest frame ever started.
+    replaying : Out(1)
+        The frame being sent (or next) is a resend.
+    count : Out(Counters)
+        Frames sent new and frames resent.
+
+    Latency: a word read in cycle *t* (``read``) is offered on ``mac`` in *t* + 1; a beat taken
+    by the writer in *t* with the reader caught up is read in *t*. A jump takes effect in the
+    cycle it is given: the offered beat is dropped then, the first beat of the new frame is
+    offered two cycles later.
+    Throughput: one beat per cycle.
+    """
+    COUNTERS = ("frames_sent", "frames_replayed")
+
+    def __init__(self, words, frames):
+        self.words, self.frames = words, frames
+        aw, fw = exact_log2(words), exact_log2(frames)
+        super().__init__({
+            "writer": In(WriterStatus(aw)),
+            "buffer": Out(ReadPort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
+            "next_start": Out(StartLookup(fw, aw)),
+            "target_start": Out(StartLookup(fw, aw)),
+            "mac": Out(stream.Signature(MacTxFrameLayout())),
+            "phase": In(TxState),
+            "jump": In(Jump()),
+            "send": Out(SEQ_BITS),
+            "sent_hi": Out(SEQ_BITS),
+            "replaying": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        AW, FW = exact_log2(self.words), exact_log2(self.frames)
+        rd, wrt, jump = self.buffer, self.writer, self.jump
+        nxt, wr_addr, take = wrt.nxt, wrt.addr, wrt.take
+        counters = CounterBank(m, self.count)
+
+        send = Signal(SEQ_BITS)
+        sent_hi = Signal(SEQ_BITS)
         rd_addr = Signal(AW)
         rd_first = Signal(init=1)      # the next word read starts frame `send`
         out_valid = Signal()
         out_first = Signal()
         out_seq = Signal(SEQ_BITS)
-        sending = (fsm_state == TxState.ADVANCE)
-        restart = Signal()             # this cycle the reader jumps (replay, skip, flush)
+        restart = jump.restart
+        sending = (self.phase == TxState.ADVANCE)
 
         complete = send != nxt         # frame `send` is wholly in the buffer
         # End of frame `send` = start of the frame after it (frames lie back to back).
-        m.d.comb += start_of_next.addr.eq((send + 1)[:FW])
-        end_addr = Mux((send + 1)[:SEQ_BITS] == nxt,
-                       Mux(wr_in_frame, wr_start, wr_addr), start_of_next.data)
-        exists = complete | wr_in_frame | take
+        m.d.comb += self.next_start.frame.eq((send + 1)[:FW])
+        end_addr = Mux((send + 1)[:SEQ_BITS] == nxt, wrt.frame_start, self.next_start.addr)
+        exists = complete | wrt.in_frame | take
         word_ready = complete | (rd_addr != wr_addr) | take
         advance = ~out_valid | self.mac.ready
         read = Signal()
         m.d.comb += read.eq(sending & ~restart & advance & exists & word_ready)
         ends = Mux(complete, (rd_addr + 1)[:AW] == end_addr,
-                   take & self.i.payload.last & (rd_addr == wr_addr))
+                   take & wrt.last & (rd_addr == wr_addr))
         m.d.comb += [
             rd.addr.eq(rd_addr),
             rd.en.eq(read | ~out_valid | self.mac.ready),
@@ -266,7 +499,106 @@ class LlrTx(wiring.Component):
             self.mac.payload.user.sequenced.eq(1),
         ]
 
-        # --- partner's LCWs -------------------------------------------------------------
+        m.d.comb += self.target_start.frame.eq(jump.to[:FW])
+        with m.If(restart):
+            m.d.sync += [out_valid.eq(0), rd_first.eq(1)]
+
+        # The frame being read is new (not a resend): its number is `sent_hi` − 1 too, so the
+        # window alone cannot tell a new frame from a resend while it is on the wire.
+        fresh = Signal()
+        with m.If(read & rd_first):
+            m.d.sync += fresh.eq(send == sent_hi)
+        with m.If((read & ends) | restart):
+            m.d.sync += fresh.eq(0)
+        with m.If(jump.go):
+            # The frame being written (or about to be) has no entry in `starts` yet.
+            m.d.sync += [send.eq(jump.to),
+                         rd_addr.eq(Mux(jump.to == nxt, wrt.frame_start,
+                                        self.target_start.addr))]
+        with m.If(jump.flush):
+            m.d.sync += [send.eq(nxt), sent_hi.eq(nxt), rd_addr.eq(wrt.frame_start)]
+
+        m.d.comb += [
+            self.send.eq(send),
+            self.sent_hi.eq(sent_hi),
+            self.replaying.eq((send != sent_hi) & ~fresh),
+        ]
+        return m
+
+
+class ReplayControl(wiring.Component):
+    """Decide the replays: ACK/NACK window, replay timer, consecutive replays, FLUSH.
+
+    In ADVANCE (``phase``), an ACK or NACK ``n`` with ``n`` + 1 in ``[head, sent_hi]`` moves
+    ``head`` to ``n`` + 1 (progress when it moves); a NACK then replays from there, an ACK past
+    the frame being resent (``send``) skips to there. Others are ignored and counted. The
+    replay timer counts while frames are outstanding and nothing happens; when it reaches the
+    limit (``replay_timeout``, or automatic: 2·``rtt`` + :data:`AUTO_TIMEOUT_MARGIN` once
+    ``rtt_valid``, else :data:`DEFAULT_REPLAY_TIMEOUT`) everything outstanding is replayed.
+    A replay is registered and given to the reader on ``jump`` in the next cycle; the
+    ``replay_max`` + 1-th consecutive replay without progress becomes a FLUSH instead: every
+    held frame is dropped (``head`` moves to the writer's ``nxt``). Outside ADVANCE the timer
+    paces LLR_INIT (``timer_zero``); the echo that ends INIT (``echoed``) clears it and the
+    replay streak.
+
+    Members
+    -------
+    lcw_rx : In(LcwEvents())
+        LCWs from the partner; LLR_ACK and LLR_NACK are used.
+    writer : In(WriterStatus)
+    phase : In(TxState)
+        The transmitter's phase (:class:`LlrTxPhase`).
+    send, sent_hi : In(20)
+        The reader's next frame, and one past the newest frame ever started.
+    frames_held : In(frames bits + 1)
+    echoed : In(1)
+        The partner echoed the LLR_INIT offered (:class:`LlrTxPhase`); used in INIT.
+    replay_timeout : In(TIMER_BITS)
+    rtt, rtt_valid : In(16), In(1)
+    head : Out(20)
+        Oldest frame not acknowledged.
+    jump : Out(Jump)
+        The reader's move this cycle.
+    timer_zero : Out(1)
+        The timer is at zero: a period starts.
+    count : Out(Counters)
+        ACKs and NACKs received, out-of-window ones, replays, timeouts, flushes, flushed
+        frames.
+
+    Latency: ``head`` moves in the cycle after the ACK/NACK; the replay it decides (NACK, skip,
+    timeout) is on ``jump`` that cycle, so a NACK in cycle *t* cuts the frame on the wire in
+    *t* + 1. ``jump.flush`` depends on registers only.
+    Throughput: one received LCW per cycle.
+    """
+    COUNTERS = ("replays", "nacks_received", "acks_received", "out_of_window", "timeouts",
+                "flushes", "flushed_frames")
+
+    def __init__(self, words, frames, replay_max):
+        self.frames, self.replay_max = frames, replay_max
+        aw, fw = exact_log2(words), exact_log2(frames)
+        super().__init__({
+            "lcw_rx": In(LcwEvents()),
+            "writer": In(WriterStatus(aw)),
+            "phase": In(TxState),
+            "send": In(SEQ_BITS),
+            "sent_hi": In(SEQ_BITS),
+            "frames_held": In(fw + 1),
+            "echoed": In(1),
+            "replay_timeout": In(TIMER_BITS),
+            "rtt": In(16),
+            "rtt_valid": In(1),
+            "head": Out(SEQ_BITS),
+            "jump": Out(Jump()),
+            "timer_zero": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        nxt, send, sent_hi, phase = self.writer.nxt, self.send, self.sent_hi, self.phase
+
+        head = Signal(SEQ_BITS)
         lcw = self.lcw_rx
         lcw_seq = Signal(SEQ_BITS)
         m.d.comb += lcw_seq.eq(LLR_PAYLOAD.layout(lcw.payload.payload).seq)
@@ -275,8 +607,7 @@ class LlrTx(wiring.Component):
         in_window = seq_in_window(lcw_next, head, sent_hi)
         is_ack = lcw.valid & (lcw.payload.type == LcwType.LLR_ACK)
         is_nack = lcw.valid & (lcw.payload.type == LcwType.LLR_NACK)
-        is_echo = lcw.valid & (lcw.payload.type == LcwType.LLR_INIT_ECHO)
-        live = (fsm_state == TxState.ADVANCE)
+        live = (phase == TxState.ADVANCE)
 
         # A replay (or a skip past frames acknowledged while they were being resent) is
         # registered here and carried out in the next cycle.
@@ -299,7 +630,6 @@ class LlrTx(wiring.Component):
                 # Acknowledged beyond the frame being resent: skip what is already delivered.
                 m.d.sync += [jump.eq(1), jump_to.eq(lcw_next)]
 
-        # --- replay timer -------------------------------------------------------------------
         timer = Signal(TIMER_BITS)
         limit = Signal(TIMER_BITS)
         auto = Mux(self.rtt_valid, (self.rtt << 1) + AUTO_TIMEOUT_MARGIN, DEFAULT_REPLAY_TIMEOUT)
@@ -308,7 +638,7 @@ class LlrTx(wiring.Component):
         expired = Signal()
         m.d.comb += expired.eq(timer >= limit)
         with m.If(progress | jump | expired | (live & ~outstanding)
-                  | (fsm_state == TxState.OFF) | (fsm_state == TxState.FLUSH)):
+                  | (phase == TxState.OFF) | (phase == TxState.FLUSH)):
             m.d.sync += timer.eq(0)
         with m.Else():
             m.d.sync += timer.eq(timer + 1)
@@ -316,41 +646,101 @@ class LlrTx(wiring.Component):
             m.d.sync += [jump.eq(1), jump_to.eq(head), jump_is_replay.eq(1),
                          jump_is_timeout.eq(1)]
 
-        # --- carrying out a jump: replay, skip or FLUSH ----------------------------------
         streak = Signal(range(256))     # consecutive replays without progress
         with m.If(progress):
             m.d.sync += streak.eq(0)
         flush = Signal()
         m.d.comb += [
-            restart.eq(jump & live | flush),
+            self.jump.restart.eq(jump & live | flush),
             # From registers only: an ACK arriving in this very cycle does not save the link
             # (it is one cycle late), but the path from a received LCW to `mac.valid` stays short.
             flush.eq(jump & live & jump_is_replay & (streak >= self.replay_max)),
-            start_of_target.addr.eq(jump_to[:FW]),
-            # The MAC ignores it between frames, and cuts a frame it has started (even one
-            # whose first beat it has not taken yet, as after its start word).
-            self.abort.eq(restart),
+            self.jump.to.eq(jump_to),
+            self.jump.flush.eq(flush),
         ]
-        with m.If(restart):
-            m.d.sync += [out_valid.eq(0), rd_first.eq(1)]
-
-        # The frame being read is new (not a resend): its number is `sent_hi` − 1 too, so the
-        # window alone cannot tell ADVANCE from REPLAY while it is on the wire.
-        fresh = Signal()
-        with m.If(read & rd_first):
-            m.d.sync += fresh.eq(send == sent_hi)
-        with m.If((read & ends) | restart):
-            m.d.sync += fresh.eq(0)
         with m.If(jump & live & ~flush):
-            # The frame being written (or about to be) has no entry in `starts` yet.
-            m.d.sync += [send.eq(jump_to),
-                         rd_addr.eq(Mux(jump_to == nxt, write_start, start_of_target.data))]
+            m.d.comb += self.jump.go.eq(1)
             with m.If(jump_is_replay):
                 m.d.sync += streak.eq(Mux(progress, 1, streak + 1))
             counters["replays"].increment(m, jump_is_replay)
             counters["timeouts"].increment(m, jump_is_timeout)
 
-        # --- FLUSH and INIT -------------------------------------------------------------------
+        counters["flushes"].increment(m, flush)
+        counters["flushed_frames"].add(m, self.frames_held, flush)
+        with m.If(flush):
+            m.d.sync += [head.eq(nxt), streak.eq(0)]
+        with m.Switch(phase):
+            with m.Case(TxState.INIT):
+                with m.If(self.echoed):
+                    m.d.sync += [timer.eq(0), streak.eq(0)]
+
+        m.d.comb += [self.head.eq(head), self.timer_zero.eq(timer == 0)]
+        return m
+
+
+class LlrTxPhase(wiring.Component):
+    """Run the transmitter's phases: OFF, INIT (LLR_INIT until echoed), ADVANCE, FLUSH.
+
+    Low ``enable`` holds OFF; raising it starts INIT. In INIT, LLR_INIT (seq = ``head``, a
+    nonce) is offered on ``lcw_tx`` at every ``timer_zero``, until the LLR_INIT_ECHO with the
+    same payload arrives (``echoed``): then ADVANCE, and ``failed`` falls. ``flush`` moves to
+    FLUSH, raises ``failed`` and, one cycle later, to INIT with a new nonce.
+
+    Members
+    -------
+    enable : In(1)
+    lcw_rx : In(LcwEvents())
+        LCWs from the partner; LLR_INIT_ECHO is used.
+    lcw_tx : Out(LcwStream())
+        LLR_INIT to send.
+    head : In(20)
+        Oldest frame not acknowledged: the seq of LLR_INIT.
+    flush, timer_zero : In(1), In(1)
+        From :class:`ReplayControl`.
+    replaying : In(1)
+        The reader sends a resend (:class:`ReplayReader`).
+    phase : Out(TxState)
+        OFF, INIT, ADVANCE or FLUSH, from a register.
+    state : Out(TxState)
+        ``phase``, or REPLAY in ADVANCE while ``replaying``.
+    echoed : Out(1)
+        An LLR_INIT_ECHO with the payload of the LLR_INIT (seq = ``head``, the nonce) is
+        received this cycle; in INIT it ends INIT.
+    failed : Out(1)
+        FLUSH happened and INIT has not ended yet.
+    count : Out(Counters)
+        LLR_INITs sent.
+
+    Latency: ``flush`` or ``echoed`` (in INIT) in cycle *t* changes ``phase`` in *t* + 1;
+    LLR_INIT is offered in the cycle after ``timer_zero``.
+    Throughput: one LLR_INIT per timer period.
+    """
+    COUNTERS = ("inits_sent",)
+
+    def __init__(self):
+        super().__init__({
+            "enable": In(1),
+            "lcw_rx": In(LcwEvents()),
+            "lcw_tx": Out(LcwStream()),
+            "head": In(SEQ_BITS),
+            "flush": In(1),
+            "timer_zero": In(1),
+            "replaying": In(1),
+            "phase": Out(TxState),
+            "state": Out(TxState),
+            "echoed": Out(1),
+            "failed": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        lcw = self.lcw_rx
+        fsm_state = Signal(TxState, init=TxState.INIT)
+        nonce = Signal(16)
+        is_echo = lcw.valid & (lcw.payload.type == LcwType.LLR_INIT_ECHO)
+
         init_pending = Signal()
         init_payload = Signal(40)
         m.d.comb += [
@@ -361,20 +751,14 @@ class LlrTx(wiring.Component):
         init_word = LLR_PAYLOAD.layout
         expected_echo = Signal(init_word)
         expected_value = expected_echo.as_value()
-        m.d.comb += [expected_echo.seq.eq(head), expected_echo.nonce.eq(nonce)]
+        m.d.comb += [expected_echo.seq.eq(self.head), expected_echo.nonce.eq(nonce)]
+        m.d.comb += self.echoed.eq(is_echo & (lcw.payload.payload == expected_value))
         counters["inits_sent"].increment(m, self.lcw_tx.valid & self.lcw_tx.ready)
         with m.If(self.lcw_tx.valid & self.lcw_tx.ready):
             m.d.sync += init_pending.eq(0)
 
-        counters["flushes"].increment(m, flush)
-        counters["flushed_frames"].add(m, frames_held, flush)
-        with m.If(flush):
-            m.d.sync += [
-                head.eq(nxt), send.eq(nxt), sent_hi.eq(nxt),
-                rd_addr.eq(write_start),
-                fsm_state.eq(TxState.FLUSH),
-                streak.eq(0),
-            ]
+        with m.If(self.flush):
+            m.d.sync += fsm_state.eq(TxState.FLUSH)
 
         with m.Switch(fsm_state):
             with m.Case(TxState.OFF):
@@ -384,18 +768,19 @@ class LlrTx(wiring.Component):
                 m.d.sync += [fsm_state.eq(TxState.INIT), nonce.eq(nonce + 1)]
             with m.Case(TxState.INIT):
                 # Resend LLR_INIT every timer period until its echo comes back.
-                with m.If(timer == 0):
+                with m.If(self.timer_zero):
                     m.d.sync += [init_pending.eq(1), init_payload.eq(expected_value)]
-                with m.If(is_echo & (lcw.payload.payload == expected_value)):
+                with m.If(self.echoed):
                     m.d.sync += [fsm_state.eq(TxState.ADVANCE), init_pending.eq(0),
-                                 timer.eq(0), streak.eq(0), self.failed.eq(0)]
+                                 self.failed.eq(0)]
         with m.If(~self.enable):
             m.d.sync += [fsm_state.eq(TxState.OFF), init_pending.eq(0)]
 
+        live = (fsm_state == TxState.ADVANCE)
         m.d.comb += [
-            self.state.eq(Mux(live & (send != sent_hi) & ~fresh, TxState.REPLAY, fsm_state)),
-            self.head.eq(head),
+            self.phase.eq(fsm_state),
+            self.state.eq(Mux(live & self.replaying, TxState.REPLAY, fsm_state)),
         ]
-        with m.If(flush):
+        with m.If(self.flush):
             m.d.sync += self.failed.eq(1)
         return m

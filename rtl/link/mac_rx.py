@@ -9,14 +9,16 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
 from amaranth.lib.wiring import In, Out
 
+from ..compose import forward, members_of
 from ..counters import CounterBank, Counters
 from ..params import IntRange, Param, parameters
 from ..stream import count_to_keep
 from ..wire import MAX_BODY_OCTETS, PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
 from .crc import OctetCrc
-from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacRxFrameLayout
+from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacRxFrameLayout, SEQ_BITS, xgmii_rx
 
-__all__ = ["MacRx", "MAX_BODY"]
+__all__ = ["MacRx", "MAX_BODY", "XgmiiClassifier", "LcwReceiver", "FcsCheck",
+           "MacRxFramer", "FrameVerdict"]
 
 FCS_OCTETS = 4
 #: Ref: spec §4 — bodies are up to MAX_BODY_OCTETS octets; a receiver may take longer ones.
@@ -98,29 +100,94 @@ class MacRx(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # rxd/rxc ─▶ XgmiiClassifier ─▶ word kind ─▶ LcwReceiver ─▶ lcw
+        #                                          └▶ MacRxFramer ─▶ o
+        # The framer asks FcsCheck about its CRC register and FrameVerdict about a /T/ end.
         m = Module()
-        counters = CounterBank(m, self.count)
+        m.submodules.classifier = classifier = XgmiiClassifier()
+        m.submodules.lcw_receiver = lcw_receiver = LcwReceiver()
+        m.submodules.fcs_check = fcs_check = FcsCheck()
+        m.submodules.framer = framer = MacRxFramer(self._max)
+        m.submodules.verdict = verdict = FrameVerdict(self._max)
+        xgmii = members_of(self.signature, "rxd", "rxc")
+        for part in (classifier, lcw_receiver, fcs_check, framer):
+            forward(m, self, part, xgmii)
+        wiring.connect(m, classifier.word, lcw_receiver.word, framer.word)
+        wiring.connect(m, framer.fcs, fcs_check.io)
+        wiring.connect(m, framer.end, verdict.end)
+        wiring.connect(m, lcw_receiver.lcw, wiring.flipped(self.lcw))
+        wiring.connect(m, framer.o, wiring.flipped(self.o))
+        forward(m, self.count, lcw_receiver.count)
+        forward(m, self.count, framer.count)
+        forward(m, self.count, verdict.count)
+        return m
 
-        fcs = OctetCrc(CRC32_ETHERNET, 8)
-        crc8 = OctetCrc(CRC8_SMBUS, 6)
-        d = [self.rxd[8 * j:8 * j + 8] for j in range(8)]
-        c = [self.rxc[j] for j in range(8)]
 
-        # --- classify the word on rxd ---
-        is_data = Signal(name="is_data")
-        is_lcw = Signal(name="is_lcw")
-        has_e = Signal(name="has_error_char")
-        has_s = Signal(name="has_start")
-        good_start = Signal(name="good_start")
+def WordKind():
+    """What the word on rxd/rxc is, this cycle (:class:`XgmiiClassifier`)."""
+    return wiring.Signature({
+        "is_data": Out(1), "is_lcw": Out(1), "has_error": Out(1), "has_start": Out(1),
+        "good_start": Out(1), "sequenced": Out(1), "seq": Out(SEQ_BITS),
+        "is_term": Out(1), "term_lane": Out(range(8)),
+    })
+
+
+def FcsCheckRequest():
+    """Ask :class:`FcsCheck` about the frame's CRC register ``crc``: the register after the
+    word on rxd ``next`` back; and ``ok``: after a /T/ word in lane ``lane``, ``crc`` is that of
+    a good frame."""
+    return wiring.Signature({"crc": Out(32), "lane": Out(range(8)),
+                             "next": In(32), "ok": In(1)})
+
+
+def FrameEndRequest(octets_shape):
+    """Ask :class:`FrameVerdict` about a frame ended by /T/ (second stage): ``valid`` the frame
+    ends this cycle, its checks ``runt``, ``too_long`` and ``fcs_ok``, its body ``octets`` out;
+    ``error`` (the frame is bad; meaningful with ``valid``) back in the same cycle."""
+    return wiring.Signature({"valid": Out(1), "runt": Out(1), "too_long": Out(1),
+                             "fcs_ok": Out(1), "octets": Out(octets_shape), "error": In(1)})
+
+
+def _octets_shape(max_body_octets):
+    return range(max_body_octets + FCS_OCTETS + 17)
+
+
+def _xgmii_rx_lanes(rxd, rxc):
+    return [rxd[8 * j:8 * j + 8] for j in range(8)], [rxc[j] for j in range(8)]
+
+
+class XgmiiClassifier(wiring.Component):
+    """Tell what the received XGMII word is.
+
+    ``is_data``: all lanes data. ``is_lcw``: 0x5C control in lane 0, lanes 1…7 data.
+    ``has_error``/``has_start``: /E/ or /S/ in any control lane. ``is_term``: /T/ in lane
+    ``term_lane``, data before it and /I/ after it. ``good_start``: the start word of a frame,
+    ``/S/ 55 55 55 Q1 Q2 Q3 D5`` with a known class in Q1; ``sequenced`` (class 0xE) and
+    ``seq`` (Q1[3:0] Q2 Q3, 0 unless sequenced) read from it (Ref: spec §5, §7).
+
+    Members
+    -------
+    rxd, rxc : In(64), In(8)
+    word : Out(WordKind)
+
+    Latency: combinational. Throughput: one word per cycle.
+    """
+    def __init__(self):
+        super().__init__({**xgmii_rx(), "word": Out(WordKind())})
+
+    def elaborate(self, platform):
+        m = Module()
+        d, c = _xgmii_rx_lanes(self.rxd, self.rxc)
+        w = self.word
+        m.d.comb += [
+            w.is_data.eq(self.rxc == 0),
+            # Ref: spec §5 — LCW: 0x5C (control) in lane 0, lanes 1…7 data.
+            w.is_lcw.eq((self.rxc == 0x01) & (d[0] == XgmiiControl.LCW)),
+            w.has_error.eq(Cat(*(c[j] & (d[j] == XgmiiControl.ERROR) for j in range(8))).any()),
+            w.has_start.eq(Cat(*(c[j] & (d[j] == XgmiiControl.START) for j in range(8))).any()),
+        ]
         is_term = Signal(name="is_term")
         t_lane = Signal(range(8), name="term_lane")
-        m.d.comb += [
-            is_data.eq(self.rxc == 0),
-            # Ref: spec §5 — LCW: 0x5C (control) in lane 0, lanes 1…7 data.
-            is_lcw.eq((self.rxc == 0x01) & (d[0] == XgmiiControl.LCW)),
-            has_e.eq(Cat(*(c[j] & (d[j] == XgmiiControl.ERROR) for j in range(8))).any()),
-            has_s.eq(Cat(*(c[j] & (d[j] == XgmiiControl.START) for j in range(8))).any()),
-        ]
         for t in reversed(range(8)):
             # Ref: spec §5 — /T/ in any lane, /I/ to the end of the word.
             match = (self.rxc == (0xFF << t) & 0xFF) & (d[t] == XgmiiControl.TERMINATE)
@@ -132,12 +199,50 @@ class MacRx(wiring.Component):
         sequenced = q1_class == FrameClass.SEQUENCED
         plain = (d[4] == PREAMBLE_OCTET) & (d[5] == PREAMBLE_OCTET) & (d[6] == PREAMBLE_OCTET)
         # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, class 0xE (sequenced) or 0x5 (unsequenced).
-        m.d.comb += good_start.eq((self.rxc == 0x01) & (d[0] == XgmiiControl.START)
-                                  & (d[1] == PREAMBLE_OCTET) & (d[2] == PREAMBLE_OCTET)
-                                  & (d[3] == PREAMBLE_OCTET) & (d[7] == SFD)
-                                  & (sequenced | plain))
+        m.d.comb += [
+            w.good_start.eq((self.rxc == 0x01) & (d[0] == XgmiiControl.START)
+                            & (d[1] == PREAMBLE_OCTET) & (d[2] == PREAMBLE_OCTET)
+                            & (d[3] == PREAMBLE_OCTET) & (d[7] == SFD)
+                            & (sequenced | plain)),
+            w.sequenced.eq(sequenced),
+            w.seq.eq(Mux(sequenced, Cat(d[6], d[5], d[4][0:4]), 0)),
+            w.is_term.eq(is_term),
+            w.term_lane.eq(t_lane),
+        ]
+        return m
 
-        # --- LCWs ---
+
+class LcwReceiver(wiring.Component):
+    """Take the LCWs out of the received words: check their crc8, offer the good ones.
+
+    An LCW word (``word.is_lcw``) with a good crc8 over lanes 1…6 (type, p0…p4) in lane 7
+    gives ``lcw.valid`` for one cycle; a bad one is dropped and counted (Ref: spec §5).
+
+    Members
+    -------
+    rxd, rxc : In(64), In(8)
+    word : In(WordKind)
+    lcw : Out(stream.Signature(LcwLayout()))
+        Never waits; one offered while ``ready`` is low is lost (``lcw_overruns``).
+    count : Out(Counters)
+        ``lcws``, ``lcw_crc_errors``, ``lcw_overruns``.
+
+    Latency: LCW word on ``rxd`` in cycle c → ``lcw.valid`` in cycle c + 1.
+    Throughput: one LCW per cycle.
+    """
+    COUNTERS = ("lcws", "lcw_crc_errors", "lcw_overruns")
+
+    def __init__(self):
+        super().__init__({**xgmii_rx(), "word": In(WordKind()),
+                          "lcw": Out(stream.Signature(LcwLayout())),
+                          "count": Out(Counters(self.COUNTERS))})
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        crc8 = OctetCrc(CRC8_SMBUS, 6)
+        d, _ = _xgmii_rx_lanes(self.rxd, self.rxc)
+        is_lcw = self.word.is_lcw
         lcw_crc = crc8.next_state(m, Const(crc8.initial, 8), Cat(*d[1:7]), 6, "lcw_crc8")
         lcw_ok = is_lcw & (crc8.output(lcw_crc) == d[7])
         m.d.sync += [self.lcw.valid.eq(lcw_ok),
@@ -146,14 +251,94 @@ class MacRx(wiring.Component):
         counters["lcws"].increment(m, lcw_ok)
         counters["lcw_crc_errors"].increment(m, is_lcw & ~lcw_ok)
         counters["lcw_overruns"].increment(m, self.lcw.valid & ~self.lcw.ready)
-        counters["overruns"].increment(m, self.o.valid & ~self.o.ready)
         assert LCW_PAYLOAD_BITS == 40
+        return m
 
-        # --- frame state ---
+
+class FcsCheck(wiring.Component):
+    """Advance a frame's CRC-32 register over the received word, and check it at the end.
+
+    The register runs over every word of the frame as 8 octets, with the control lanes (those
+    of the /T/ word from /T/ on) fed as zero octets: one fixed matrix, no octet count. After the
+    /T/ word in lane t it holds A^(8-t)·R, where R is the register after the data octets (body
+    and FCS) and A the register's step over one zero octet. A is invertible, so the frame is
+    good exactly when it equals A^(8-t)·residue, a constant per lane t: ``ok`` is a compare
+    with one of 8 constants (Ref: spec §4).
+
+    Members
+    -------
+    rxd, rxc : In(64), In(8)
+    io : In(FcsCheckRequest)
+
+    Latency: combinational. Throughput: one word per cycle.
+    """
+    def __init__(self):
+        super().__init__({**xgmii_rx(), "io": In(FcsCheckRequest())})
+
+    def elaborate(self, platform):
+        m = Module()
+        fcs = OctetCrc(CRC32_ETHERNET, 8)
+        _, c = _xgmii_rx_lanes(self.rxd, self.rxc)
+        crc, io = self.io.crc, self.io
+        lane_mask = Cat(*((~c[j]).replicate(8) for j in range(8)))
+        m.d.comb += io.next.eq(fcs.next_state(m, crc, self.rxd & lane_mask, 8, "fcs_next"))
+        crc_ok = Signal(name="fcs_ok")
+        with m.Switch(io.lane):
+            for t in range(8):
+                with m.Case(t):
+                    m.d.comb += crc_ok.eq(crc == fcs.residue_after_zeros(8 - t))
+        m.d.comb += io.ok.eq(crc_ok)
+        return m
+
+
+class MacRxFramer(wiring.Component):
+    """Cut the received words into frame bodies: start, body words, /T/ or a bad end, checks.
+
+    :class:`MacRx`'s frame rules and timing: a good start word opens a frame, data words are
+    held one word (to know which octets are FCS) and delivered, a /T/ word ends it in two
+    stages (first the CRC over it, the length checks and the last beat's octets; a cycle later
+    the FCS check and the last beat), any other word ends it as bad; the beat goes out on ``o``
+    from a register. Its ``elaborate`` is a little over ~120 lines because it is one state
+    machine: each word's decision (deliver, end, drop, count) is made in one place.
+
+    Members
+    -------
+    rxd, rxc : In(64), In(8)
+    word : In(WordKind)
+    fcs : Out(FcsCheckRequest)
+        The frame's CRC register and the lane of the /T/ word being checked.
+    end : Out(FrameEndRequest)
+        The frame in its second stage, to :class:`FrameVerdict`.
+    o : Out(stream.Signature(MacRxFrameLayout()))
+    count : Out(Counters)
+        ``bad_starts``, ``error_chars``, ``truncated``, ``too_long`` (cut while arriving, or
+        found at /T/), ``overruns``.
+
+    Latency: as :class:`MacRx` (body beat 2 cycles after its word, last beat 2 cycles after
+    the /T/ word, 1 cycle after another ending word). Throughput: one word per cycle.
+    """
+    COUNTERS = ("bad_starts", "error_chars", "truncated", "too_long", "overruns")
+
+    def __init__(self, max_body_octets):
+        self._max = max_body_octets
+        super().__init__({**xgmii_rx(), "word": In(WordKind()),
+                          "fcs": Out(FcsCheckRequest()),
+                          "end": Out(FrameEndRequest(_octets_shape(max_body_octets))),
+                          "o": Out(stream.Signature(MacRxFrameLayout())),
+                          "count": Out(Counters(self.COUNTERS))})
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        fcs = OctetCrc(CRC32_ETHERNET, 8)
+        w = self.word
+        is_data, is_lcw, is_term, t_lane = w.is_data, w.is_lcw, w.is_term, w.term_lane
+        counters["overruns"].increment(m, self.o.valid & ~self.o.ready)
+
         IDLE, FRAME, DROP = range(3)
         state = Signal(range(3), name="state")
         limit = self._max + FCS_OCTETS
-        cnt = Signal(range(limit + 17), name="frame_octets")      # body + FCS octets so far
+        cnt = Signal(_octets_shape(self._max), name="frame_octets")      # body + FCS octets so far
         no_room = Signal(name="frame_no_room")      # cnt + 8 > limit: a data word is too many
         crc = Signal(32, name="fcs_crc", init=fcs.initial)
         held = Signal(64, name="held_data")         # the last data word, not yet delivered
@@ -171,25 +356,13 @@ class MacRx(wiring.Component):
         end_keep = Signal(8, name="end_keep")
         end_first = Signal(name="end_first")
 
-        octets_en = Signal(name="octets_en")
-        octets_add = Signal.like(cnt, name="octets_add")
         end_octets = Signal.like(cnt, name="end_octets")
-        m.d.sync += octets_en.eq(0)
-        counters["octets"].add(m, octets_add, octets_en)
 
-        # The CRC register runs over every word of the frame as 8 octets, with the control lanes
-        # (those of the /T/ word from /T/ on) fed as zero octets: one fixed matrix, no octet count.
-        # After the /T/ word in lane t it holds A^(8-t)·R, where R is the register after the
-        # data octets (body and FCS) and A the register's step over one zero octet. A is
-        # invertible, so the frame is good exactly when it equals A^(8-t)·residue, a constant
-        # per lane t: the check is a compare with one of 8 constants, a cycle later.
-        lane_mask = Cat(*((~c[j]).replicate(8) for j in range(8)))
-        crc_next = fcs.next_state(m, crc, self.rxd & lane_mask, 8, "fcs_next")
-        crc_ok = Signal(name="fcs_ok")
-        with m.Switch(end_lane):
-            for t in range(8):
-                with m.Case(t):
-                    m.d.comb += crc_ok.eq(crc == fcs.residue_after_zeros(8 - t))
+        m.d.comb += [self.fcs.crc.eq(crc), self.fcs.lane.eq(end_lane)]
+        crc_next = self.fcs.next
+        m.d.comb += [self.end.valid.eq(end_valid), self.end.runt.eq(end_runt),
+                     self.end.too_long.eq(end_too_long), self.end.fcs_ok.eq(self.fcs.ok),
+                     self.end.octets.eq(end_octets)]
 
         # What goes on `o` next cycle.
         emit = Signal(name="emit")
@@ -213,15 +386,9 @@ class MacRx(wiring.Component):
         # Second stage of a frame ended by /T/. In this cycle the frame state machine is between
         # frames (at most on a new start word), so it delivers nothing itself.
         with m.If(end_valid):
-            error = end_runt | end_too_long | ~crc_ok
-            counters["runts"].increment(m, end_runt)
             counters["too_long"].increment(m, ~end_runt & end_too_long)
-            counters["fcs_errors"].increment(m, ~end_runt & ~end_too_long & ~crc_ok)
-            counters["frames"].increment(m, ~error)
-            # Registered first: keeps the octet adder off the FCS check's path.
-            m.d.sync += [octets_en.eq(~error), octets_add.eq(end_octets)]
             m.d.comb += [emit.eq(1), e_data.eq(end_data), e_keep.eq(end_keep), e_last.eq(1),
-                         e_error.eq(error), e_first.eq(end_first)]
+                         e_error.eq(self.end.error), e_first.eq(end_first)]
         m.d.sync += end_valid.eq(0)
 
         with m.Switch(state):
@@ -241,7 +408,7 @@ class MacRx(wiring.Component):
                             deliver(held, 0xFF, 0)
                         m.d.sync += [cnt.eq(cnt + 8), no_room.eq(cnt + 16 > limit),
                                      held.eq(self.rxd), held_valid.eq(1)]
-                with m.Elif(has_e):
+                with m.Elif(w.has_error):
                     end_bad("error_chars")
                 with m.Elif(is_term):
                     total = Signal.like(cnt, name="total_octets")
@@ -270,13 +437,12 @@ class MacRx(wiring.Component):
                     m.d.sync += state.eq(IDLE)
 
         # A word holding /S/ anywhere: a new frame or a bad start, after whatever it ended.
-        with m.If(has_s):
-            with m.If(good_start):
+        with m.If(w.has_start):
+            with m.If(w.good_start):
                 m.d.sync += [state.eq(FRAME), cnt.eq(0), no_room.eq(8 > limit),
                              crc.eq(fcs.initial),
                              held_valid.eq(0), delivered.eq(0),
-                             seq.eq(Mux(sequenced, Cat(d[6], d[5], d[4][0:4]), 0)),
-                             seq_valid.eq(sequenced)]
+                             seq.eq(w.seq), seq_valid.eq(w.sequenced)]
             with m.Else():
                 counters["bad_starts"].increment(m, 1)
                 m.d.sync += state.eq(DROP)
@@ -286,4 +452,44 @@ class MacRx(wiring.Component):
                      beat.last.eq(e_last), beat.first.eq(e_first),
                      beat.user.error.eq(e_error & e_last),
                      beat.user.seq.eq(seq), beat.user.sequenced.eq(seq_valid)]
+        return m
+
+
+class FrameVerdict(wiring.Component):
+    """Judge and count a frame ended by /T/, in its second stage.
+
+    In order: a runt (fewer than 4 octets), too long, an FCS error, or good (``frames``, and
+    its body ``octets``); ``error`` is high for all but a good frame.
+
+    Members
+    -------
+    end : In(FrameEndRequest)
+    count : Out(Counters)
+        ``frames``, ``octets``, ``runts``, ``fcs_errors`` (``too_long`` is the framer's).
+
+    Latency: ``error`` is combinational; ``octets`` is added one cycle after ``frames``
+    (registered first: keeps the octet adder off the FCS check's path).
+    Throughput: one frame end per cycle.
+    """
+    COUNTERS = ("frames", "octets", "fcs_errors", "runts")
+
+    def __init__(self, max_body_octets):
+        super().__init__({"end": In(FrameEndRequest(_octets_shape(max_body_octets))),
+                          "count": Out(Counters(self.COUNTERS))})
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        end = self.end
+        octets_en = Signal(name="octets_en")
+        octets_add = Signal.like(end.octets, name="octets_add")
+        m.d.sync += octets_en.eq(0)
+        counters["octets"].add(m, octets_add, octets_en)
+        error = end.runt | end.too_long | ~end.fcs_ok
+        m.d.comb += end.error.eq(error)
+        with m.If(end.valid):
+            counters["runts"].increment(m, end.runt)
+            counters["fcs_errors"].increment(m, ~end.runt & ~end.too_long & ~end.fcs_ok)
+            counters["frames"].increment(m, ~error)
+            m.d.sync += [octets_en.eq(~error), octets_add.eq(end.octets)]
         return m

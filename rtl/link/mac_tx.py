@@ -9,14 +9,16 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.crc.catalog import CRC8_SMBUS, CRC32_ETHERNET
 from amaranth.lib.wiring import In, Out
 
+from ..compose import forward
 from ..counters import CounterBank, Counters
 from ..params import Flag, IntRange, Param, parameters
 from ..stream import keep_count
-from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
+from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl, XgmiiWordLayout
 from .crc import OctetCrc
-from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout
+from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout, MacTxUserLayout
 
-__all__ = ["MacTx", "IFG", "LCW_IN_FRAME", "MIN_IFG", "MAX_IFG", "gap_words", "lcw_lanes"]
+__all__ = ["MacTx", "IFG", "LCW_IN_FRAME", "MIN_IFG", "MAX_IFG", "gap_words", "lcw_lanes",
+           "MacTxSequencer", "StartWord", "LcwWord", "FcsStep", "TailWords"]
 
 MIN_IFG = 4
 MAX_IFG = 64
@@ -38,6 +40,11 @@ def _word(lanes):
     return Cat(*(octet for octet, _ in lanes)), Cat(*(Const(int(c), 1) for _, c in lanes))
 
 
+def _ctl(code):
+    """A control lane: ``code`` with its control flag."""
+    return (Const(code, 8), 1)
+
+
 def lcw_lanes(m, crc8, lcw_type, payload, name):
     """The eight lanes of an LCW word: 0x5C (control), type, p0…p4 (big-endian), crc8."""
     # Ref: spec §5 — lanes 1…7 = type, p0…p4, crc8 over type…p4 (CRC-8 poly 0x07, init 0).
@@ -47,6 +54,18 @@ def lcw_lanes(m, crc8, lcw_type, payload, name):
     crc = crc8.next_state(m, Const(crc8.initial, crc8.width), covered, 6, name)
     return ([(Const(XgmiiControl.LCW, 8), 1)] + [(o, 0) for o in octets]
             + [(crc8.output(crc), 0)])
+
+
+def _mac_tx_members():
+    return {
+        "i": In(stream.Signature(MacTxFrameLayout())),
+        "lcw": In(stream.Signature(LcwLayout())),
+        "abort": In(1),
+        "in_frame": Out(1),
+        "txd": Out(64, init=int.from_bytes(bytes([XgmiiControl.IDLE]) * 8, "little")),
+        "txc": Out(8, init=0xFF),
+        "count": Out(Counters(MacTx.COUNTERS)),
+    }
 
 
 @parameters(ifg=IFG, lcw_in_frame=LCW_IN_FRAME)
@@ -117,14 +136,222 @@ class MacTx(wiring.Component):
     def __init__(self, ifg=12, lcw_in_frame=1):
         self._ifg = ifg
         self._lcw_in_frame = bool(lcw_in_frame)
+        super().__init__(_mac_tx_members())
+
+    def elaborate(self, platform):
+        # The sequencer holds every register and picks the word each cycle; the other parts
+        # are combinational: the start and LCW words, the FCS over the beat being taken
+        # (stage 1), and the tail words of the staged last beat (stage 2).
+        m = Module()
+        m.submodules.sequencer = sequencer = MacTxSequencer(self._ifg, self._lcw_in_frame)
+        m.submodules.start_word = start_word = StartWord()
+        m.submodules.lcw_word = lcw_word = LcwWord()
+        m.submodules.fcs_step = fcs_step = FcsStep()
+        m.submodules.tail_words = tail_words = TailWords(self._ifg)
+        wiring.connect(m, sequencer.start, start_word.io)
+        wiring.connect(m, sequencer.lcw_word, lcw_word.io)
+        wiring.connect(m, sequencer.fcs, fcs_step.io)
+        wiring.connect(m, sequencer.tail, tail_words.io)
+        forward(m, self, sequencer, self.signature)
+        return m
+
+
+def WordRequest(source):
+    """Ask a word builder for the word made from ``source`` (a shape): ``source`` out, the
+    word back in the same cycle."""
+    return wiring.Signature({"source": Out(source), "word": In(XgmiiWordLayout())})
+
+
+def FcsRequest():
+    """Ask :class:`FcsStep` for the CRC after one beat: the CRC so far ``crc``, the beat's
+    ``data`` and its count of valid octets ``octets`` out; the CRC after 8 octets ``full`` and
+    after ``octets`` octets ``end`` back in the same cycle."""
+    return wiring.Signature({"crc": Out(32), "data": Out(64), "octets": Out(range(9)),
+                             "full": In(32), "end": In(32)})
+
+
+def _gap_shape():
+    return range(gap_words(0, MAX_IFG) + 2)
+
+
+def TailRequest():
+    """Ask :class:`TailWords` for the words that end a frame: the last beat's octets ``data``
+    and count ``octets``, the CRC after the whole body ``crc`` out; the ``first`` and ``spill``
+    words and the ``gap`` (whole words after the /T/ word) back in the same cycle."""
+    return wiring.Signature({"data": Out(64), "octets": Out(range(9)), "crc": Out(32),
+                             "first": In(XgmiiWordLayout()), "spill": In(XgmiiWordLayout()),
+                             "gap": In(_gap_shape())})
+
+
+class StartWord(wiring.Component):
+    """Build a frame's start word from its first beat's ``user``.
+
+    ``/S/ 55 55 55 Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only): Q1 = {class, seq[19:16]}, Q2 =
+    seq[15:8], Q3 = seq[7:0], class 0xE when ``sequenced``, else 0x5 and Q1…Q3 = ``55 55 55``
+    (Ref: spec §5, §7).
+
+    Members
+    -------
+    io : In(WordRequest(MacTxUserLayout))
+
+    Latency: combinational. Throughput: one word per cycle.
+    """
+    def __init__(self):
+        super().__init__({"io": In(WordRequest(MacTxUserLayout()))})
+
+    def elaborate(self, platform):
+        m = Module()
+        user = self.io.source
+        seq = user.seq
+        q1 = Mux(user.sequenced, Cat(seq[16:20], Const(FrameClass.SEQUENCED, 4)),
+                 PREAMBLE_OCTET)
+        q2 = Mux(user.sequenced, seq[8:16], PREAMBLE_OCTET)
+        q3 = Mux(user.sequenced, seq[0:8], PREAMBLE_OCTET)
+        # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, /S/ in lane 0.
+        start_d, start_c = _word([_ctl(XgmiiControl.START)]
+                                 + [(Const(PREAMBLE_OCTET, 8), 0)] * 3
+                                 + [(q1, 0), (q2, 0), (q3, 0), (Const(SFD, 8), 0)])
+        m.d.comb += [self.io.word.data.eq(start_d), self.io.word.ctrl.eq(start_c)]
+        return m
+
+
+class LcwWord(wiring.Component):
+    """Build the word of a link control word: 0x5C (control), type, p0…p4, crc8
+    (:func:`lcw_lanes`, Ref: spec §5).
+
+    Members
+    -------
+    io : In(WordRequest(LcwLayout))
+
+    Latency: combinational. Throughput: one word per cycle.
+    """
+    def __init__(self):
+        super().__init__({"io": In(WordRequest(LcwLayout()))})
+
+    def elaborate(self, platform):
+        m = Module()
+        crc8 = OctetCrc(CRC8_SMBUS, 6)
+        lcw = self.io.source
+        lcw_d, lcw_c = _word(lcw_lanes(m, crc8, lcw.type, lcw.payload, "lcw_crc8"))
+        m.d.comb += [self.io.word.data.eq(lcw_d), self.io.word.ctrl.eq(lcw_c)]
+        return m
+
+
+class FcsStep(wiring.Component):
+    """Advance the FCS (IEEE CRC-32) over the beat being taken.
+
+    ``full`` is the CRC after all 8 octets (one fixed matrix: the running register of a frame's
+    full beats); ``end`` after the beat's ``octets`` valid octets (one of 8 matrices for 0…7,
+    the 8-octet tree for 8: the register of the frame's last beat).
+
+    Members
+    -------
+    io : In(FcsRequest)
+
+    Latency: combinational. Throughput: one word per cycle.
+    """
+    def __init__(self):
+        super().__init__({"io": In(FcsRequest())})
+
+    def elaborate(self, platform):
+        m = Module()
+        fcs = OctetCrc(CRC32_ETHERNET, 8)
+        io = self.io
+        n = io.octets
+        crc_full = fcs.next_state(m, io.crc, io.data, 8, "fcs_full")
+        crc_end = Signal(32, name="fcs_end")
+        with m.Switch(n):
+            for count in range(8):
+                with m.Case(count):
+                    m.d.comb += crc_end.eq(fcs.next_state(m, io.crc, io.data, count, "fcs_end"))
+            with m.Default():
+                m.d.comb += crc_end.eq(crc_full)        # a full last beat: the 8-octet tree
+        m.d.comb += [io.full.eq(crc_full), io.end.eq(crc_end)]
+        return m
+
+
+class TailWords(wiring.Component):
+    """Build the words that end a frame from its last beat of n octets: body[0:n], the FCS
+    (least significant octet first), ``/T/``, ``/I/`` to the end of the word; over one word
+    (n <= 3) or two (the second is the FCS spill word). ``gap`` is the whole words then needed
+    before the next ``/S/`` for ``ifg`` octets from ``/T/`` (Ref: spec §4, §5).
+
+    Members
+    -------
+    io : In(TailRequest)
+
+    Latency: combinational (from registers in :class:`MacTxSequencer`, so no path runs from
+    the CRC trees into the output word). Throughput: one frame end per cycle.
+    """
+    def __init__(self, ifg):
+        self._ifg = ifg
+        super().__init__({"io": In(TailRequest())})
+
+    def elaborate(self, platform):
+        m = Module()
+        fcs = OctetCrc(CRC32_ETHERNET, 8)
+        io = self.io
+        fcs_value = Signal(32, name="fcs_value")
+        m.d.comb += fcs_value.eq(fcs.output(io.crc))
+        # Whole signals, assigned only in the switch: constant ones become small ROMs.
+        tail_d = [Signal(64, name=f"tail{k}_data") for k in range(2)]
+        tail_c = [Signal(8, name=f"tail{k}_ctrl") for k in range(2)]
+        tail_gap = Signal.like(io.gap, name="tail_gap")
+        body_octets = [io.data[8 * j:8 * j + 8] for j in range(8)]
+        fcs_octets = [fcs_value[8 * j:8 * j + 8] for j in range(4)]
+        with m.Switch(io.octets):
+            for count in range(9):
+                with m.Case(count):
+                    # Ref: spec §4, §5 — the FCS follows the body, /T/ follows the FCS.
+                    lanes = ([(o, 0) for o in body_octets[:count]]
+                             + [(o, 0) for o in fcs_octets] + [_ctl(XgmiiControl.TERMINATE)])
+                    lanes += [_ctl(XgmiiControl.IDLE)] * (16 - len(lanes))
+                    for k in range(2):
+                        d, c = _word(lanes[8 * k:8 * k + 8])
+                        m.d.comb += [tail_d[k].eq(d), tail_c[k].eq(c)]
+                    m.d.comb += tail_gap.eq(gap_words((count + 4) % 8, self._ifg))
+        m.d.comb += [io.first.data.eq(tail_d[0]), io.first.ctrl.eq(tail_c[0]),
+                     io.spill.data.eq(tail_d[1]), io.spill.ctrl.eq(tail_c[1]),
+                     io.gap.eq(tail_gap)]
+        return m
+
+
+class MacTxSequencer(wiring.Component):
+    """Choose the XGMII word of each cycle: LCW, start word, body, tail, abort or idle.
+
+    :class:`MacTx`'s behaviour, producer contract and timing, with the words built by the
+    other parts: it takes the beats, holds the two stages (the beat taken waits one cycle in a
+    register while the CRC register advances over it; the tail words are built from registers
+    a cycle later), counts the gap, places LCWs and aborts, and counts. Its ``elaborate`` is
+    longer than ~120 lines because it is one state machine: each branch decides, for the same
+    cycle, the word, whether a beat is taken, the gap and the counts; apart, each of these
+    decisions would need the whole state again.
+
+    Members
+    -------
+    i, lcw, abort, in_frame, txd, txc, count
+        As :class:`MacTx`.
+    start : Out(WordRequest(MacTxUserLayout))
+        The start word of the beat on ``i`` (:class:`StartWord`).
+    lcw_word : Out(WordRequest(LcwLayout))
+        The word of the LCW on ``lcw`` (:class:`LcwWord`).
+    fcs : Out(FcsRequest)
+        The CRC over the beat on ``i`` (:class:`FcsStep`).
+    tail : Out(TailRequest)
+        The tail words of the staged last beat (:class:`TailWords`).
+
+    Latency: as :class:`MacTx` (``txd``/``txc`` are its registers). Throughput: as
+    :class:`MacTx`, full line rate.
+    """
+    def __init__(self, ifg, lcw_in_frame):
+        self._ifg = ifg
+        self._lcw_in_frame = lcw_in_frame
         super().__init__({
-            "i": In(stream.Signature(MacTxFrameLayout())),
-            "lcw": In(stream.Signature(LcwLayout())),
-            "abort": In(1),
-            "in_frame": Out(1),
-            "txd": Out(64, init=int.from_bytes(bytes([XgmiiControl.IDLE]) * 8, "little")),
-            "txc": Out(8, init=0xFF),
-            "count": Out(Counters(self.COUNTERS)),
+            **_mac_tx_members(),
+            "start": Out(WordRequest(MacTxUserLayout())),
+            "lcw_word": Out(WordRequest(LcwLayout())),
+            "fcs": Out(FcsRequest()),
+            "tail": Out(TailRequest()),
         })
 
     def elaborate(self, platform):
@@ -132,12 +359,9 @@ class MacTx(wiring.Component):
         counters = CounterBank(m, self.count)
 
         fcs = OctetCrc(CRC32_ETHERNET, 8)
-        crc8 = OctetCrc(CRC8_SMBUS, 6)
         beat = self.i.payload
         idle = Const(XgmiiControl.IDLE, 8)
-        ctl = lambda code: (Const(code, 8), 1)
 
-        # --- registers ---
         # Two stages: a beat is taken in the cycle its word (or, for the first beat, the start
         # word) is chosen and waits one cycle in `stage_data`; the CRC register is advanced over
         # it in that same cycle. The last beat's tail words are built one cycle later from
@@ -147,7 +371,7 @@ class MacTx(wiring.Component):
         state = Signal(range(5), name="state")
         crc = Signal(32, name="fcs_crc", init=fcs.initial)     # after the full beats taken
         crc_last = Signal(32, name="fcs_last")      # after the whole body (last beat taken)
-        gap_left = Signal(range(gap_words(0, MAX_IFG) + 2), name="gap_left")
+        gap_left = Signal(_gap_shape(), name="gap_left")
         prev_lcw = Signal(name="prev_lcw")   # the word on txd is an LCW word
         frame_len = Signal(16, name="frame_len")  # body octets taken of the current frame
         stage_data = Signal(64, name="stage_data")          # the beat taken, not yet sent
@@ -159,57 +383,20 @@ class MacTx(wiring.Component):
         counters["octets"].add(m, octets_add, octets_en)
         m.d.comb += self.in_frame.eq((state == FRAME) | (state == TAIL) | (state == SPILL))
 
-        # --- the candidate words ---
-        seq = beat.user.seq
-        q1 = Mux(beat.user.sequenced, Cat(seq[16:20], Const(FrameClass.SEQUENCED, 4)),
-                 PREAMBLE_OCTET)
-        q2 = Mux(beat.user.sequenced, seq[8:16], PREAMBLE_OCTET)
-        q3 = Mux(beat.user.sequenced, seq[0:8], PREAMBLE_OCTET)
-        # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, /S/ in lane 0.
-        start_d, start_c = _word([ctl(XgmiiControl.START)]
-                                 + [(Const(PREAMBLE_OCTET, 8), 0)] * 3
-                                 + [(q1, 0), (q2, 0), (q3, 0), (Const(SFD, 8), 0)])
-        lcw_d, lcw_c = _word(lcw_lanes(m, crc8, self.lcw.payload.type, self.lcw.payload.payload,
-                                       "lcw_crc8"))
-        abort_d, abort_c = _word([ctl(XgmiiControl.ERROR), ctl(XgmiiControl.TERMINATE)]
-                                 + [ctl(XgmiiControl.IDLE)] * 6)
-
-        # Stage 1: the CRC over the beat being taken: 8 octets (one fixed matrix) for the
-        # running register, n octets (one of 8 matrices for 0…7, else the 8-octet tree) for the
-        # last beat's own register.
         n = Signal(range(9), name="beat_octets")
         m.d.comb += n.eq(keep_count(beat.keep, 8))
-        crc_full = fcs.next_state(m, crc, beat.data, 8, "fcs_full")
-        crc_end = Signal(32, name="fcs_end")
-        with m.Switch(n):
-            for count in range(8):
-                with m.Case(count):
-                    m.d.comb += crc_end.eq(fcs.next_state(m, crc, beat.data, count, "fcs_end"))
-            with m.Default():
-                m.d.comb += crc_end.eq(crc_full)        # a full last beat: the 8-octet tree
+        m.d.comb += [
+            self.start.source.eq(beat.user),
+            self.lcw_word.source.eq(self.lcw.payload),
+            self.fcs.crc.eq(crc), self.fcs.data.eq(beat.data), self.fcs.octets.eq(n),
+            self.tail.data.eq(stage_data), self.tail.octets.eq(stage_octets),
+            self.tail.crc.eq(crc_last),
+        ]
+        start, lcw_word, tail = self.start.word, self.lcw_word.word, self.tail
+        crc_full, crc_end = self.fcs.full, self.fcs.end
+        abort_d, abort_c = _word([_ctl(XgmiiControl.ERROR), _ctl(XgmiiControl.TERMINATE)]
+                                 + [_ctl(XgmiiControl.IDLE)] * 6)
 
-        # Stage 2: last beat of n octets (registered): body[0:n], FCS, /T/, /I/... over one word
-        # (n <= 3) or two (the second one is the FCS spill word).
-        fcs_value = Signal(32, name="fcs_value")
-        m.d.comb += fcs_value.eq(fcs.output(crc_last))
-        tail_d = [Signal(64, name=f"tail{k}_data") for k in range(2)]
-        tail_c = [Signal(8, name=f"tail{k}_ctrl") for k in range(2)]
-        tail_gap = Signal.like(gap_left, name="tail_gap")
-        body_octets = [stage_data[8 * j:8 * j + 8] for j in range(8)]
-        fcs_octets = [fcs_value[8 * j:8 * j + 8] for j in range(4)]
-        with m.Switch(stage_octets):
-            for count in range(9):
-                with m.Case(count):
-                    # Ref: spec §4, §5 — the FCS follows the body, /T/ follows the FCS.
-                    lanes = ([(o, 0) for o in body_octets[:count]]
-                             + [(o, 0) for o in fcs_octets] + [ctl(XgmiiControl.TERMINATE)])
-                    lanes += [ctl(XgmiiControl.IDLE)] * (16 - len(lanes))
-                    for k in range(2):
-                        d, c = _word(lanes[8 * k:8 * k + 8])
-                        m.d.comb += [tail_d[k].eq(d), tail_c[k].eq(c)]
-                    m.d.comb += tail_gap.eq(gap_words((count + 4) % 8, self._ifg))
-
-        # --- choose the next word ---
         word_d = Signal(64, name="word_data")
         word_c = Signal(8, name="word_ctrl")
         m.d.comb += [word_d.eq(idle.replicate(8)), word_c.eq(0xFF)]
@@ -219,7 +406,7 @@ class MacTx(wiring.Component):
             m.d.comb += [word_d.eq(d), word_c.eq(c)]
 
         def send_lcw():
-            send(lcw_d, lcw_c)
+            send(lcw_word.data, lcw_word.ctrl)
             m.d.comb += self.lcw.ready.eq(1)
             m.d.sync += prev_lcw.eq(1)
             counters["lcws"].increment(m, 1)
@@ -255,7 +442,7 @@ class MacTx(wiring.Component):
                     send_lcw()
                 with m.Elif(startable):
                     # The start word goes out while the first beat waits in the stage.
-                    send(start_d, start_c)
+                    send(start.data, start.ctrl)
                     take(first=True)
                 with m.If(state == DISCARD):
                     # Rest of an underrun frame: take and drop its beats up to `last`.
@@ -287,11 +474,11 @@ class MacTx(wiring.Component):
                     with m.Elif(self.lcw.valid & ~prev_lcw):
                         send_lcw()
                 with m.Else():
-                    send(tail_d[0], tail_c[0])
+                    send(tail.first.data, tail.first.ctrl)
                     with m.If(stage_octets >= 4):
                         m.d.sync += state.eq(SPILL)
                     with m.Else():
-                        end_frame(tail_gap)
+                        end_frame(tail.gap)
             with m.Case(SPILL):
                 with m.If(self.abort):
                     send_abort("aborts")
@@ -300,8 +487,8 @@ class MacTx(wiring.Component):
                     with m.Elif(self.lcw.valid & ~prev_lcw):
                         send_lcw()
                 with m.Else():
-                    send(tail_d[1], tail_c[1])
-                    end_frame(tail_gap)
+                    send(tail.spill.data, tail.spill.ctrl)
+                    end_frame(tail.gap)
 
         m.d.sync += [self.txd.eq(word_d), self.txc.eq(word_c)]
         return m
