@@ -11,8 +11,8 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..compose import forward
-from ..counters import CounterBank, Counters
+from ..compose import forward, members_of
+from ..counters import Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..params import parameters
@@ -23,8 +23,9 @@ from . import csr
 from .axi import Axi4Signature, ADDR_WIDTH
 from .dma import AxiReader, AxiWriter, PacketSender, MAX_PACKET_OCTETS, LENGTH_BITS
 from .engine import CONTEXTS, MTU, TIMEOUT_CYCLES
-from .rdma_target_parts import RdmaTargetCheck, RdmaWriteContexts, RdmaResponseFramer
-from .windows import target_registers, count_refusal, WINDOWS
+from .rdma_target_parts import (RdmaTargetCheck, RdmaWriteContexts, RdmaResponseFramer,
+                                RdmaTargetRegisters)
+from .windows import WINDOWS
 
 __all__ = ["RdmaTarget"]
 
@@ -61,6 +62,16 @@ class RdmaTarget(wiring.Component):
     ``length`` is the message's length, its ``addr`` and ``offset`` 0. Other opcodes are
     ``unexpected``: dropped and counted.
 
+    It is made of one part per job (:mod:`.rdma_target_parts`): the
+    :class:`~.rdma_target_parts.RdmaTargetCheck` (range, alignment, windows, malformed
+    WRITEs), the :class:`~.rdma_target_parts.RdmaWriteContexts` (WRITE messages in progress,
+    stale ones), the :class:`~.rdma_target_parts.RdmaResponseFramer` (ACK and READ_RSP
+    headers) and the :class:`~.rdma_target_parts.RdmaTargetRegisters` (register file,
+    counters). Its own ``elaborate`` is the sequencing: one FSM taking a request through check,
+    placement or read and response. It stays in one piece (about 140 lines) because every
+    state drives the same parser, writer, sender and request registers; cut apart, each piece
+    would take all of them as members.
+
     Members
     -------
     i : In(PacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
@@ -78,8 +89,7 @@ class RdmaTarget(wiring.Component):
 
     Throughput: one request at a time; a READ_RSP or WRITE packet moves one beat per cycle.
     """
-    COUNTERS = ("write_packets", "reads", "acks", "denied", "address_errors", "malformed",
-                "unexpected", "no_context", "stale", "axi_errors")
+    COUNTERS = RdmaTargetRegisters.COUNTERS
     #: Parser 1, header taken 1, window check and context lookup 1, the writer's command 1.
     WRITE_ISSUE_LATENCY = 4
     #: Parser 1, header taken 1, window check 1, the (empty) payload beat checked 1, the
@@ -105,7 +115,6 @@ class RdmaTarget(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        counters = CounterBank(m, self.count)
 
         m.submodules.parser = parser = OefhParser(W)
         m.submodules.deparser = deparser = OefhDeparser(W)
@@ -115,16 +124,16 @@ class RdmaTarget(wiring.Component):
         m.submodules.contexts = contexts = RdmaWriteContexts(self.contexts,
                                                              self.timeout_cycles)
         m.submodules.framer = framer = RdmaResponseFramer(self.addr_width)
+        m.submodules.registers = registers = RdmaTargetRegisters(W, self.windows,
+                                                                 self.addr_width, self.contexts)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
         wiring.connect(m, deparser.o, wiring.flipped(self.o))
         wiring.connect(m, parser.count, wiring.flipped(self.count.rx))
         forward(m, self.m_axi, reader.m_axi)
         forward(m, self.m_axi, writer.m_axi)
-
-        windows = target_registers(m, self, counters)
-        query = check.window
-        m.d.comb += query.granted.eq(windows.granted(query.first_line, query.end_line,
-                                                     query.need))
+        forward(m, self, registers, members_of(registers.signature, "csr"))
+        forward(m, self.count, registers.count)
+        wiring.connect(m, check.window, registers.window)
 
         # The request being served, its checked status, the response's parts.
         req = Signal(HeaderLayout())
@@ -135,6 +144,7 @@ class RdmaTarget(wiring.Component):
         ack_status = Signal(Status)
         ack_length = Signal(LENGTH_BITS)
         claim, account, sweep = contexts.claim, contexts.account, contexts.sweep
+        ev = registers.events
         m.d.comb += [
             check.header.eq(req),
             claim.key.src.eq(req.oefh.src), claim.key.msg.eq(r.msg),
@@ -149,10 +159,10 @@ class RdmaTarget(wiring.Component):
             reader.cmd.payload.eq(framer.read),
             writer.cmd.payload.addr.eq(r.addr), writer.cmd.payload.octets.eq(r.length),
             writer.cmd.payload.write.eq(status == Status.OK),
+            ev.status.eq(status), ev.stale.eq(sweep.count),
+            ev.axi_error.eq(reader.error | (writer.done.valid & writer.done.ready &
+                                            ~writer.done.payload.ok)),
         ]
-        counters["axi_errors"].increment(m, reader.error | (writer.done.valid &
-                                                            writer.done.ready &
-                                                            ~writer.done.payload.ok))
         seen = Signal(range(MAX_PACKET_OCTETS + W + 1))     # payload octets of a READ_REQ
         exact, write_ok = Signal(), Signal()
         move_sent = Signal()        # the writer has the WRITE's command
@@ -160,8 +170,7 @@ class RdmaTarget(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(sweep.any):
-                    m.d.comb += sweep.en.eq(1)
-                    counters["stale"].add(m, sweep.count, 1)
+                    m.d.comb += [sweep.en.eq(1), ev.swept.eq(1)]
                 with m.Elif(parser.header.valid):
                     m.d.comb += parser.header.ready.eq(1)
                     m.d.sync += [req.eq(parser.header.payload), seen.eq(0), move_sent.eq(0)]
@@ -172,17 +181,17 @@ class RdmaTarget(wiring.Component):
                 sender.start(m, r.length)
                 with m.If(r.opcode == Opcode.WRITE):
                     with m.If(check.bad_write):
-                        counters["malformed"].increment(m, 1)
+                        m.d.comb += ev.malformed.eq(1)
                         m.next = "DRAIN"
                     with m.Elif(~claim.hit & ~claim.free):
-                        counters["no_context"].increment(m, 1)
+                        m.d.comb += ev.no_context.eq(1)
                         m.next = "DRAIN"
                     with m.Else():
                         m.next = "PLACE"
                 with m.Elif(r.opcode == Opcode.READ_REQ):
                     m.next = "READ_CHECK"
                 with m.Else():
-                    counters["unexpected"].increment(m, 1)
+                    m.d.comb += ev.unexpected.eq(1)
                     m.next = "DRAIN"
             with m.State("DRAIN"):
                 m.d.comb += parser.o.ready.eq(1)
@@ -199,12 +208,10 @@ class RdmaTarget(wiring.Component):
                     m.next = "ACCOUNT"
             with m.State("ACCOUNT"):
                 with m.If(~exact):
-                    counters["malformed"].increment(m, 1)
+                    m.d.comb += ev.malformed.eq(1)
                     m.next = "IDLE"
                 with m.Else():
-                    counters["write_packets"].increment(m, status == Status.OK)
-                    count_refusal(m, counters, status)
-                    m.d.comb += [account.en.eq(1),
+                    m.d.comb += [account.en.eq(1), ev.placed.eq(1),
                                  account.status.eq(Mux(write_ok, status,
                                                        Status.ADDRESS_ERROR))]
                     m.d.sync += [ack_length.eq(account.ack_length),
@@ -216,7 +223,7 @@ class RdmaTarget(wiring.Component):
             with m.State("ACK"):
                 m.d.comb += acking.eq(1)
                 with m.If(sender.empty(m)):
-                    counters["acks"].increment(m, 1)
+                    m.d.comb += ev.ack.eq(1)
                     m.next = "IDLE"
             with m.State("READ_CHECK"):
                 # A READ_REQ carries no payload: its one beat must be empty.
@@ -227,13 +234,13 @@ class RdmaTarget(wiring.Component):
                         m.d.sync += seen.eq(count)
                     with m.If(parser.o.payload.last):
                         with m.If((count != 0) | (r.length == 0)):
-                            counters["malformed"].increment(m, 1)
+                            m.d.comb += ev.malformed.eq(1)
                             m.next = "IDLE"
                         with m.Elif(status != Status.OK):
-                            count_refusal(m, counters, status)
+                            m.d.comb += ev.refused.eq(1)
                             m.next = "REFUSE"
                         with m.Else():
-                            counters["reads"].increment(m, 1)
+                            m.d.comb += ev.read.eq(1)
                             m.next = "SERVE"
             with m.State("REFUSE"):
                 with m.If(sender.empty(m)):

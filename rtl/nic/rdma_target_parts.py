@@ -12,15 +12,19 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import one_hot_index
+from ..counters import CounterBank, Counters
+from ..regbus import RegisterBus
 from ..wire import ENDPOINT_BITS, HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .dma import MoveLayout, LENGTH_BITS
 from .engine import LINE_OCTETS, MSG_BITS, STAMP_BITS
 from .rdma_requester_parts import RDMA_ADDR_BITS, PacketPositionSignature
+from .windows import target_registers, count_refusal
 
 __all__ = ["MAX_MESSAGE_OCTETS", "WindowQuerySignature", "MessageKeyLayout",
            "ContextClaimSignature", "ContextSweepSignature", "ContextAccountSignature",
-           "RdmaTargetCheck", "RdmaWriteContexts", "RdmaResponseFramer"]
+           "TargetEventsSignature", "RdmaTargetCheck", "RdmaWriteContexts", "RdmaResponseFramer",
+           "RdmaTargetRegisters"]
 
 #: The longest message: ``offset`` and ``length`` are 24-bit TH fields.
 MAX_MESSAGE_OCTETS = (1 << LENGTH_BITS) - 1
@@ -281,4 +285,75 @@ class RdmaResponseFramer(wiring.Component):
             rsp.length.eq(Mux(acking, self.ack_length, Mux(serving, pos.octets, 0))),
             self.read.addr.eq(r.addr + pos.offset), self.read.octets.eq(pos.octets),
         ]
+        return m
+
+
+class TargetEventsSignature(wiring.Signature):
+    """What the target's sequencer reports for counting, strobes unless said otherwise:
+    ``placed`` (a WRITE packet accounted to its message) and ``refused`` (a READ_REQ refused),
+    both with the request's ``status``; ``read`` (a READ_REQ served), ``ack``, ``malformed``,
+    ``unexpected``, ``no_context``, ``axi_error``; ``swept`` with ``stale`` contexts freed."""
+    def __init__(self, contexts):
+        super().__init__({
+            "placed": Out(1), "refused": Out(1), "status": Out(Status),
+            "read": Out(1), "ack": Out(1), "malformed": Out(1), "unexpected": Out(1),
+            "no_context": Out(1), "axi_error": Out(1),
+            "swept": Out(1), "stale": Out(range(contexts + 1)),
+        })
+
+
+class RdmaTargetRegisters(wiring.Component):
+    """Hold the target's register file (:mod:`.csr`: ID, PARAMS, the counters, the windows),
+    count the sequencer's ``events`` and answer window queries.
+
+    A placed WRITE packet counts in ``write_packets`` if its status is OK, else (as a refused
+    READ_REQ) in ``denied`` or ``address_errors`` by its status; the other events each in the
+    counter of their name (``read`` in ``reads``, ``ack`` in ``acks``, ``axi_error`` in
+    ``axi_errors``), ``stale`` adds its amount.
+
+    Members
+    -------
+    csr : In(RegisterBus(8))
+    window : In(WindowQuerySignature)
+    events : In(TargetEventsSignature)
+    count : Out(Counters)
+        Saturating counters, :attr:`COUNTERS`.
+
+    Latency: a counter follows its event by 1 cycle; ``window.granted`` is combinational from
+    the query and the window registers. Throughput: one register access and every event each
+    cycle.
+    """
+    COUNTERS = ("write_packets", "reads", "acks", "denied", "address_errors", "malformed",
+                "unexpected", "no_context", "stale", "axi_errors")
+
+    def __init__(self, beat_octets=8, windows=8, addr_width=32, contexts=8):
+        # What :func:`~.windows.target_registers` reads the PARAMS word from.
+        self.beat_octets = beat_octets
+        self.windows = windows
+        self.addr_width = addr_width
+        super().__init__({
+            "csr": In(RegisterBus(csr.ADDR_BITS)),
+            "window": In(WindowQuerySignature()),
+            "events": In(TargetEventsSignature(contexts)),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        windows = target_registers(m, self, counters)
+        query, ev = self.window, self.events
+        m.d.comb += query.granted.eq(windows.granted(query.first_line, query.end_line,
+                                                     query.need))
+        with m.If(ev.placed):
+            counters["write_packets"].increment(m, ev.status == Status.OK)
+        with m.If(ev.placed | ev.refused):
+            count_refusal(m, counters, ev.status)
+        counters["reads"].increment(m, ev.read)
+        counters["acks"].increment(m, ev.ack)
+        counters["malformed"].increment(m, ev.malformed)
+        counters["unexpected"].increment(m, ev.unexpected)
+        counters["no_context"].increment(m, ev.no_context)
+        counters["axi_errors"].increment(m, ev.axi_error)
+        counters["stale"].add(m, ev.stale, ev.swept)
         return m
