@@ -221,9 +221,12 @@ class _TagTable(wiring.Component):
         rsp_rd = table.read_port(transparent_for=(wr,))
         scan_rd = table.read_port(transparent_for=(wr,))
         claim, release = self.claim, self.release
+        with m.If(claim.en):
+            m.d.comb += [
+                wr.en.eq(1), wr.addr.eq(claim.tag), wr.data.store.eq(claim.store),
+                wr.data.size.eq(claim.size), wr.data.dst.eq(claim.dst), wr.data.stamp.eq(now),
+            ]
         m.d.comb += [
-            wr.en.eq(claim.en), wr.addr.eq(claim.tag), wr.data.store.eq(claim.store),
-            wr.data.size.eq(claim.size), wr.data.dst.eq(claim.dst), wr.data.stamp.eq(now),
             rsp_rd.addr.eq(self.lookup.addr), self.lookup.data.eq(rsp_rd.data),
             scan_rd.addr.eq(self.scan.addr), self.scan.data.eq(scan_rd.data),
             self.busy.eq(busy), self.now.eq(now),
@@ -325,6 +328,8 @@ class _RequestSender(wiring.Component):
         m.d.comb += [header.request.eq(cur), header.local_id.eq(self.local_id),
                      deparser.header.payload.eq(header.header)]
         tag_ok = (req.tag < self.tags) & ~(self.busy >> req.tag[:tag_bits])[0]
+        m.d.comb += [self.claim.tag.eq(req.tag[:tag_bits]), self.claim.store.eq(req.store),
+                     self.claim.size.eq(req.size), self.claim.dst.eq(req.dst)]
         refused = Signal()          # a BAD_TAG completion waits for the completion side
         refused_tag = Signal(TAG_BITS)
         m.d.comb += [self.refusal.valid.eq(refused), self.refusal.payload.eq(refused_tag)]
@@ -338,11 +343,7 @@ class _RequestSender(wiring.Component):
                 with m.If(self.req.valid & ~refused):
                     m.d.sync += [cur.eq(req), hdr_sent.eq(0), data_sent.eq(0)]
                     with m.If(tag_ok):
-                        m.d.comb += [
-                            self.claim.en.eq(1), self.claim.tag.eq(req.tag[:tag_bits]),
-                            self.claim.store.eq(req.store), self.claim.size.eq(req.size),
-                            self.claim.dst.eq(req.dst),
-                        ]
+                        m.d.comb += self.claim.en.eq(1)
                         counters["requests"].increment(m, 1)
                         m.next = "SEND"
                     with m.Else():
@@ -459,11 +460,9 @@ class _LoadData(wiring.Component):
         beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
         m.d.comb += [data_q.w_data.eq(self.i.payload), data_q.w_en.eq(self.i.valid),
                      self.i.ready.eq(data_q.w_rdy), self.empty.eq(data_q.level == 0)]
-        with m.If(self.start):
-            m.d.sync += beats_left.eq(self.lines * line_beats)
-        with m.Elif(self.flush):
+        with m.If(self.flush):
             m.d.comb += data_q.r_en.eq(1)
-        with m.Elif(self.play):
+        with m.If(self.play):
             m.d.comb += [
                 self.o.valid.eq(data_q.r_rdy),
                 self.o.payload.data.eq(data_q.r_data),
@@ -472,8 +471,10 @@ class _LoadData(wiring.Component):
                 self.o.payload.last.eq(beats_left == 1),
                 data_q.r_en.eq(self.o.ready),
             ]
-            with m.If(self.o.valid & self.o.ready):
-                m.d.sync += beats_left.eq(beats_left - 1)
+        with m.If(self.start):
+            m.d.sync += beats_left.eq(self.lines * line_beats)
+        with m.Elif(self.o.valid & self.o.ready):
+            m.d.sync += beats_left.eq(beats_left - 1)
         return m
 
 
