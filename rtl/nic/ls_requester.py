@@ -298,7 +298,7 @@ class _RequestSender(wiring.Component):
 
     Latency: :attr:`LsRequester.TX_LATENCY` cycles from ``req`` to the frame's first beat;
     the refusal is offered 1 cycle after ``req``.
-    Throughput: one request per frame length + 1 cycles.
+    Throughput: at best one request per (frame beats + 1) cycles.
     """
     COUNTERS = ("requests", "bad_tags")
 
@@ -440,7 +440,8 @@ class _LoadData(wiring.Component):
     lines : In(range(MAX_LS_OCTETS // LINE_OCTETS + 1)); start : In(1)
     play : In(1); flush : In(1); empty : Out(1)
 
-    Latency: 1 cycle (a beat taken on ``i`` to ``o``), 2 while the buffer is empty.
+    Latency: 2 cycles from a beat taken on ``i`` into the empty buffer to ``o`` (the
+    buffer's).
     Throughput: one beat per cycle.
     """
     def __init__(self, beat_octets):
