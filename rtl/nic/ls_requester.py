@@ -216,10 +216,10 @@ class _TagTable(wiring.Component):
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)
         busy = Signal(self.tags)
-        m.submodules.table = table = Memory(shape=_Entry(), depth=self.tags, init=[])
-        wr = table.write_port()
-        rsp_rd = table.read_port(transparent_for=(wr,))
-        scan_rd = table.read_port(transparent_for=(wr,))
+        m.submodules.entries = entries = Memory(shape=_Entry(), depth=self.tags, init=[])
+        wr = entries.write_port()
+        rsp_rd = entries.read_port(transparent_for=(wr,))
+        scan_rd = entries.read_port(transparent_for=(wr,))
         claim, release = self.claim, self.release
         with m.If(claim.en):
             m.d.comb += [
