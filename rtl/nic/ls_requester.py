@@ -11,6 +11,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..compose import forward
 from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
@@ -131,29 +132,135 @@ class LsRequester(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        W = self.beat_octets
-        tag_bits = (self.tags - 1).bit_length()
-        counters = CounterBank(m, self.count)
+        m.submodules.table = table = _TagTable(self.tags)
+        m.submodules.sender = sender = _RequestSender(self.beat_octets, self.tags)
+        m.submodules.scanner = scanner = _TimeoutScanner(self.tags, self.timeout_cycles)
+        m.submodules.completer = completer = _Completer(self.beat_octets, self.tags)
+        m.submodules.fail_q = fail_q = _FailQueue(self.fail_depth)
+        m.d.comb += [sender.local_id.eq(self.local_id), self.outstanding.eq(table.outstanding),
+                     sender.busy.eq(table.busy), scanner.busy.eq(table.busy),
+                     completer.busy.eq(table.busy), scanner.now.eq(table.now)]
+        wiring.connect(m, wiring.flipped(self.req), sender.req)
+        wiring.connect(m, wiring.flipped(self.req_data), sender.req_data)
+        wiring.connect(m, sender.o, wiring.flipped(self.o))
+        wiring.connect(m, sender.claim, table.claim)
+        wiring.connect(m, wiring.flipped(self.i), completer.i)
+        wiring.connect(m, wiring.flipped(self.fail), fail_q.i)
+        wiring.connect(m, fail_q.o, completer.failed)
+        wiring.connect(m, completer.cpl, wiring.flipped(self.cpl))
+        wiring.connect(m, completer.cpl_data, wiring.flipped(self.cpl_data))
+        wiring.connect(m, completer.lookup, table.lookup)
+        wiring.connect(m, completer.release, table.release)
+        wiring.connect(m, scanner.read, table.scan)
+        wiring.connect(m, scanner.expired, completer.expired)
+        wiring.connect(m, sender.refusal, completer.refusal)
+        m.d.comb += scanner.advance.eq(completer.advance)
+        forward(m, self.count, sender.count)
+        forward(m, self.count, completer.count)
+        forward(m, self.count, fail_q.count)
+        return m
 
+
+def _TagClaim(tag_bits):
+    """A request taken into the tag table (as the sender sees it): its tag and what a
+    response must match."""
+    return wiring.Signature({"en": Out(1), "tag": Out(tag_bits), "store": Out(1),
+                             "size": Out(LsSize), "dst": Out(ENDPOINT_BITS)})
+
+
+def _TagRelease(tag_bits):
+    """A tag freed (its request completed), as the completer sees it."""
+    return wiring.Signature({"en": Out(1), "tag": Out(tag_bits)})
+
+
+def _TagRead(tag_bits):
+    """A read port of the tag table, as its reader sees it: the entry of ``addr`` is on
+    ``data`` the next cycle."""
+    return wiring.Signature({"addr": Out(tag_bits), "data": In(_Entry())})
+
+
+class _TagTable(wiring.Component):
+    """Keep the outstanding requests: a busy bit and an entry (kind, size, dst, time sent)
+    per tag.
+
+    A ``claim`` sets its tag's busy bit and writes its entry stamped with ``now`` (a
+    free-running cycle count); a ``release`` clears the busy bit (in the same cycle as a claim
+    of the same tag, the release wins). ``lookup`` and ``scan`` read entries; a read in the
+    cycle of a write to the same tag sees the new entry.
+
+    Members
+    -------
+    claim : In(_TagClaim); release : In(_TagRelease)
+    lookup : In(_TagRead); scan : In(_TagRead)
+    busy : Out(tags)
+        The busy bits, updated the cycle after a claim or release.
+    now : Out(STAMP_BITS)
+        The cycle count the entries are stamped with.
+    outstanding : Out(range(tags + 1))
+        How many bits of ``busy`` are set.
+
+    Latency: 1 cycle (claim or release to ``busy``; ``addr`` to ``data``).
+    Throughput: one claim, one release and two reads per cycle.
+    """
+    def __init__(self, tags):
+        self.tags = tags
+        tag_bits = (tags - 1).bit_length()
+        super().__init__({
+            "claim": In(_TagClaim(tag_bits)), "release": In(_TagRelease(tag_bits)),
+            "lookup": In(_TagRead(tag_bits)), "scan": In(_TagRead(tag_bits)),
+            "busy": Out(tags), "now": Out(STAMP_BITS), "outstanding": Out(range(tags + 1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
         now = Signal(STAMP_BITS)
         m.d.sync += now.eq(now + 1)
-        busy = Signal(self.tags)              # outstanding bit per tag
-        m.submodules.table = table = Memory(shape=_Entry(), depth=self.tags, init=[])
-        wr = table.write_port()
-        rsp_rd = table.read_port(transparent_for=(wr,))
-        scan_rd = table.read_port(transparent_for=(wr,))
+        busy = Signal(self.tags)
+        m.submodules.entries = entries = Memory(shape=_Entry(), depth=self.tags, init=[])
+        wr = entries.write_port()
+        rsp_rd = entries.read_port(transparent_for=(wr,))
+        scan_rd = entries.read_port(transparent_for=(wr,))
+        claim, release = self.claim, self.release
+        with m.If(claim.en):
+            m.d.comb += [
+                wr.en.eq(1), wr.addr.eq(claim.tag), wr.data.store.eq(claim.store),
+                wr.data.size.eq(claim.size), wr.data.dst.eq(claim.dst), wr.data.stamp.eq(now),
+            ]
+        m.d.comb += [
+            rsp_rd.addr.eq(self.lookup.addr), self.lookup.data.eq(rsp_rd.data),
+            scan_rd.addr.eq(self.scan.addr), self.scan.data.eq(scan_rd.data),
+            self.busy.eq(busy), self.now.eq(now),
+        ]
+        with m.If(claim.en):
+            m.d.sync += busy.bit_select(claim.tag, 1).eq(1)
+        with m.If(release.en):
+            m.d.sync += busy.bit_select(release.tag, 1).eq(0)
         level = Signal(range(self.tags + 1))
         m.d.comb += self.outstanding.eq(level)
-        set_busy = Signal()
-        clear_busy = Signal()
-        m.d.sync += level.eq(level + set_busy - clear_busy)
+        m.d.sync += level.eq(level + claim.en - release.en)
+        return m
 
-        # --- requests out --------------------------------------------------------------------
-        m.submodules.deparser = deparser = OefhDeparser(W)
-        wiring.connect(m, deparser.o, wiring.flipped(self.o))
-        req = self.req.payload
-        cur = Signal(LsRequestLayout())
-        hdr = Signal(HeaderLayout())
+
+class _RequestHeader(wiring.Component):
+    """Frame a GPU request: the OEFH and L/S TH of its LOAD_REQ/STORE_REQ frame.
+
+    VC 0, src ``local_id``, the request's dst, size, tag and line, entropy
+    ``line[15:0] ^ line[31:16] ^ line[43:32]`` (spec §9).
+
+    Members
+    -------
+    request : In(LsRequestLayout()); local_id : In(ENDPOINT_BITS)
+    header : Out(HeaderLayout())
+
+    Latency: 0 cycles (combinational). Throughput: one header per cycle.
+    """
+    request: In(LsRequestLayout())
+    local_id: In(ENDPOINT_BITS)
+    header: Out(HeaderLayout())
+
+    def elaborate(self, platform):
+        m = Module()
+        cur, hdr = self.request, self.header
         m.d.comb += [
             hdr.oefh.ver.eq(OEFH_VERSION), hdr.oefh.vc.eq(VirtualChannel.LS_REQ),
             hdr.oefh.dst.eq(cur.dst), hdr.oefh.src.eq(self.local_id),
@@ -162,13 +269,71 @@ class LsRequester(wiring.Component):
             hdr.th.ls.opcode.eq(Mux(cur.store, Opcode.STORE_REQ, Opcode.LOAD_REQ)),
             hdr.th.ls.size.eq(cur.size), hdr.th.ls.tag.eq(cur.tag),
             hdr.th.ls.line.eq(cur.line),
-            deparser.header.payload.eq(hdr),
         ]
-        tag_ok = (req.tag < self.tags) & ~(busy >> req.tag[:tag_bits])[0]
+        return m
+
+
+class _RequestSender(wiring.Component):
+    """Send GPU requests as frames, claiming their tags; refuse a request whose tag is taken.
+
+    A request on ``req`` whose tag is below ``tags`` and not ``busy`` is claimed in the tag
+    table in the cycle it is taken and sent on ``o``: its header (:class:`_RequestHeader`)
+    and, for a store, its data packet from ``req_data`` through a deparser; a load's payload
+    is one empty beat. Any other request is not sent: its tag is offered on ``refusal`` (for
+    a BAD_TAG completion) and a store's data packet is dropped. ``req`` waits while a refusal
+    is offered and while a frame is being sent.
+
+    Members
+    -------
+    local_id : In(ENDPOINT_BITS)
+    req : In(stream.Signature(LsRequestLayout())); req_data : In(PacketStream(beat_octets))
+    o : Out(PacketStream(beat_octets))
+        Request frames.
+    claim : Out(_TagClaim); busy : In(tags)
+        The tag table.
+    refusal : Out(stream.Signature(TAG_BITS))
+        The tag of a refused request, until taken.
+    count : Out(Counters)
+        ``requests`` (sent), ``bad_tags`` (refused).
+
+    Latency: :attr:`LsRequester.TX_LATENCY` cycles from ``req`` to the frame's first beat;
+    the refusal is offered 1 cycle after ``req``.
+    Throughput: at best one request per (frame beats + 1) cycles.
+    """
+    COUNTERS = ("requests", "bad_tags")
+
+    def __init__(self, beat_octets, tags):
+        self.beat_octets = beat_octets
+        self.tags = tags
+        super().__init__({
+            "local_id": In(ENDPOINT_BITS),
+            "req": In(stream.Signature(LsRequestLayout())),
+            "req_data": In(PacketStream(beat_octets)),
+            "o": Out(PacketStream(beat_octets)),
+            "claim": Out(_TagClaim((tags - 1).bit_length())),
+            "busy": In(tags),
+            "refusal": Out(stream.Signature(TAG_BITS)),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        tag_bits = (self.tags - 1).bit_length()
+        counters = CounterBank(m, self.count)
+        m.submodules.deparser = deparser = OefhDeparser(self.beat_octets)
+        wiring.connect(m, deparser.o, wiring.flipped(self.o))
+        m.submodules.header = header = _RequestHeader()
+        req = self.req.payload
+        cur = Signal(LsRequestLayout())
+        m.d.comb += [header.request.eq(cur), header.local_id.eq(self.local_id),
+                     deparser.header.payload.eq(header.header)]
+        tag_ok = (req.tag < self.tags) & ~(self.busy >> req.tag[:tag_bits])[0]
+        m.d.comb += [self.claim.tag.eq(req.tag[:tag_bits]), self.claim.store.eq(req.store),
+                     self.claim.size.eq(req.size), self.claim.dst.eq(req.dst)]
         refused = Signal()          # a BAD_TAG completion waits for the completion side
         refused_tag = Signal(TAG_BITS)
-        clear_refused = Signal()
-        with m.If(clear_refused):
+        m.d.comb += [self.refusal.valid.eq(refused), self.refusal.payload.eq(refused_tag)]
+        with m.If(self.refusal.ready):
             m.d.sync += refused.eq(0)
         hdr_sent = Signal()
         data_sent = Signal()
@@ -178,13 +343,7 @@ class LsRequester(wiring.Component):
                 with m.If(self.req.valid & ~refused):
                     m.d.sync += [cur.eq(req), hdr_sent.eq(0), data_sent.eq(0)]
                     with m.If(tag_ok):
-                        m.d.comb += [
-                            wr.en.eq(1), wr.addr.eq(req.tag[:tag_bits]),
-                            wr.data.store.eq(req.store), wr.data.size.eq(req.size),
-                            wr.data.dst.eq(req.dst), wr.data.stamp.eq(now),
-                            set_busy.eq(1),
-                        ]
-                        m.d.sync += busy.bit_select(req.tag[:tag_bits], 1).eq(1)
+                        m.d.comb += self.claim.en.eq(1)
                         counters["requests"].increment(m, 1)
                         m.next = "SEND"
                     with m.Else():
@@ -214,16 +373,210 @@ class LsRequester(wiring.Component):
                 m.d.comb += self.req_data.ready.eq(1)
                 with m.If(self.req_data.valid & self.req_data.payload.last):
                     m.next = "IDLE"
+        return m
 
-        # --- responses in, timeouts, completions ---------------------------------------------
-        m.submodules.parser = parser = OefhParser(W)
-        wiring.connect(m, wiring.flipped(self.i), parser.i)
+
+class _TimeoutScanner(wiring.Component):
+    """Find timed-out requests: visit one tag per step, offer it if it is outstanding and
+    was sent ``timeout_cycles`` or more cycles ago.
+
+    Each ``advance`` (only while ``expired.ready``) reads the entry of the next tag (round
+    robin); the cycle after, that tag is offered on ``expired`` if its ``busy`` bit is set
+    and ``now`` minus its stamp is at least ``timeout_cycles``. Any cycle with
+    ``expired.ready`` ends the offer (the table may change afterwards), whether it was taken
+    or not.
+
+    Members
+    -------
+    read : Out(_TagRead); busy : In(tags); now : In(STAMP_BITS)
+        The tag table.
+    advance : In(1)
+        Visit the next tag.
+    expired : Out(stream.Signature(tag_bits))
+        A timed-out tag.
+
+    Latency: 1 cycle (``advance`` to ``expired``). Throughput: one tag per ``advance``.
+    """
+    def __init__(self, tags, timeout_cycles):
+        self.tags = tags
+        self.timeout_cycles = timeout_cycles
+        tag_bits = (tags - 1).bit_length()
+        super().__init__({
+            "read": Out(_TagRead(tag_bits)), "busy": In(tags), "now": In(STAMP_BITS),
+            "advance": In(1), "expired": Out(stream.Signature(tag_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        tag_bits = (self.tags - 1).bit_length()
+        ptr = Signal(tag_bits)
+        ptr_r = Signal(tag_bits)
+        scanned = Signal()           # read.data holds the entry of ptr_r
+        m.d.comb += [
+            self.read.addr.eq(ptr),
+            self.expired.payload.eq(ptr_r),
+            self.expired.valid.eq(scanned & (self.busy >> ptr_r)[0] & (
+                (self.now - self.read.data.stamp)[:STAMP_BITS] >= self.timeout_cycles)),
+        ]
+        with m.If(self.expired.ready):
+            m.d.sync += scanned.eq(self.advance)
+        with m.If(self.advance):
+            m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr)]
+        return m
+
+
+class _LoadData(wiring.Component):
+    """Hold a load's data until its response is checked, then give it as one packet of full
+    beats.
+
+    Beats on ``i`` go into a buffer of :data:`MAX_LS_OCTETS` (``i`` waits while it is full).
+    ``start`` sets the packet's length to ``lines`` cache lines; while ``play`` the buffer's
+    beats leave on ``o``, ``first`` on the first and ``last`` on the last of that length;
+    while ``flush`` they are dropped, one per cycle, until ``empty``.
+
+    Members
+    -------
+    i : In(stream.Signature(8 * beat_octets)); o : Out(PacketStream(beat_octets))
+    lines : In(range(MAX_LS_OCTETS // LINE_OCTETS + 1)); start : In(1)
+    play : In(1); flush : In(1); empty : Out(1)
+
+    Latency: 2 cycles from a beat taken on ``i`` into the empty buffer to ``o`` (the
+    buffer's).
+    Throughput: one beat per cycle.
+    """
+    def __init__(self, beat_octets):
+        self.beat_octets = beat_octets
+        super().__init__({
+            "i": In(stream.Signature(8 * beat_octets)), "o": Out(PacketStream(beat_octets)),
+            "lines": In(range(MAX_LS_OCTETS // LINE_OCTETS + 1)), "start": In(1),
+            "play": In(1), "flush": In(1), "empty": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        m.submodules.data_q = data_q = SyncFIFOBuffered(width=8 * W,
+                                                        depth=max(2, MAX_LS_OCTETS // W))
+        line_beats = max(1, LINE_OCTETS // W)
+        beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
+        m.d.comb += [data_q.w_data.eq(self.i.payload), data_q.w_en.eq(self.i.valid),
+                     self.i.ready.eq(data_q.w_rdy), self.empty.eq(data_q.level == 0)]
+        with m.If(self.flush):
+            m.d.comb += data_q.r_en.eq(1)
+        with m.If(self.play):
+            m.d.comb += [
+                self.o.valid.eq(data_q.r_rdy),
+                self.o.payload.data.eq(data_q.r_data),
+                self.o.payload.keep.eq(C(-1, W)),
+                self.o.payload.first.eq(beats_left == self.lines * line_beats),
+                self.o.payload.last.eq(beats_left == 1),
+                data_q.r_en.eq(self.o.ready),
+            ]
+        with m.If(self.start):
+            m.d.sync += beats_left.eq(self.lines * line_beats)
+        with m.Elif(self.o.valid & self.o.ready):
+            m.d.sync += beats_left.eq(beats_left - 1)
+        return m
+
+
+class _FailQueue(wiring.Component):
+    """Queue the headers of request frames dropped as unroutable, keeping what identifies the
+    request: opcode, size, tag, dst.
+
+    ``i`` is never held back (:func:`.engine.fail_queue`): a header that finds the queue of
+    ``depth`` entries full is dropped and counted in ``fail_overflows``.
+
+    Members
+    -------
+    i : In(stream.Signature(HeaderLayout())); o : Out(stream.Signature(_Failed()))
+    count : Out(Counters)
+        ``fail_overflows``.
+
+    Latency: 2 cycles (the queue). Throughput: one header per cycle.
+    """
+    COUNTERS = ("fail_overflows",)
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({
+            "i": In(stream.Signature(HeaderLayout())), "o": Out(stream.Signature(_Failed())),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
         fail_in = Signal(_Failed())
-        head = self.fail.payload
+        head = self.i.payload
         m.d.comb += [fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
                      fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst)]
-        fail_q = fail_queue(m, self.fail, fail_in, self.fail_depth, counters["fail_overflows"])
-        fail_out = _Failed()(fail_q.r_data)
+        fail_q = fail_queue(m, self.i, fail_in, self.depth, counters["fail_overflows"])
+        m.d.comb += [self.o.valid.eq(fail_q.r_rdy), self.o.payload.eq(fail_q.r_data),
+                     fail_q.r_en.eq(self.o.ready)]
+        return m
+
+
+class _Completer(wiring.Component):
+    """Complete requests: match responses and unreachable notices against the tag table,
+    give timeouts and refusals their completions, one at a time.
+
+    When idle it takes, by priority, an ``expired`` tag (TIMEOUT), a ``refusal`` (BAD_TAG),
+    a ``failed`` request frame (UNREACHABLE if it is the outstanding request of its tag,
+    else counted ``stale_fails``), or a response frame from ``i``; with none of them it lets
+    the scanner ``advance``. A response is checked against the ``lookup`` entry of its tag
+    (as :class:`LsRequester` describes), an OK load's data held in :class:`_LoadData` until
+    its length is checked; then ``cpl`` is offered and, for an OK load, ``cpl_data`` follows.
+    A completion other than BAD_TAG ``release`` s its tag.
+
+    Members
+    -------
+    i : In(PacketStream(beat_octets)); failed : In(stream.Signature(_Failed()))
+        Response frames; request frames dropped as unroutable (:class:`_FailQueue`).
+    cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
+    lookup : Out(_TagRead); release : Out(_TagRelease); busy : In(tags)
+        The tag table.
+    expired : In(stream.Signature(tag_bits)); advance : Out(1)
+        The timeout scanner.
+    refusal : In(stream.Signature(TAG_BITS))
+        Refused requests from the sender.
+    count : Out(Counters)
+        :attr:`COUNTERS`.
+
+    Latency: :attr:`LsRequester.RX_LATENCY` and :attr:`LsRequester.FAIL_LATENCY` cycles; an
+    expired tag or a refusal is offered on ``cpl`` 1 cycle after it is taken.
+    Throughput: one completion per response frame length + 3 cycles (+ its data).
+
+    Its ``elaborate`` is one state machine a little over 120 lines: every state chooses the
+    next completion or finishes one, and splitting it would split that choice.
+    """
+    COUNTERS = ("completions", "timeouts", "unexpected", "mismatched", "unreachable",
+                "stale_fails")
+
+    def __init__(self, beat_octets, tags):
+        self.beat_octets = beat_octets
+        self.tags = tags
+        tag_bits = (tags - 1).bit_length()
+        super().__init__({
+            "i": In(PacketStream(beat_octets)), "failed": In(stream.Signature(_Failed())),
+            "cpl": Out(stream.Signature(CompletionLayout())),
+            "cpl_data": Out(PacketStream(beat_octets)),
+            "lookup": Out(_TagRead(tag_bits)), "release": Out(_TagRelease(tag_bits)),
+            "busy": In(tags),
+            "expired": In(stream.Signature(tag_bits)), "advance": Out(1),
+            "refusal": In(stream.Signature(TAG_BITS)),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        tag_bits = (self.tags - 1).bit_length()
+        counters = CounterBank(m, self.count)
+        busy, entry_in = self.busy, self.lookup.data
+        m.submodules.parser = parser = OefhParser(W)
+        wiring.connect(m, wiring.flipped(self.i), parser.i)
+        m.submodules.data = data = _LoadData(W)
+        wiring.connect(m, data.o, wiring.flipped(self.cpl_data))
         failed = Signal(_Failed())
         rh = Signal(HeaderLayout())
         ls = rh.th.ls
@@ -232,53 +585,47 @@ class LsRequester(wiring.Component):
         known_r, match_r = Signal(), Signal()
         push = Signal()
         status = Signal(CompletionStatus)
-        m.submodules.data_q = data_q = SyncFIFOBuffered(width=8 * W,
-                                                        depth=max(2, MAX_LS_OCTETS // W))
         lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
-        m.d.comb += lines.eq(Const(1, 3) << entry.size)
+        m.d.comb += [lines.eq(Const(1, 3) << entry.size), data.lines.eq(lines)]
         expected = Signal(range(MAX_LS_OCTETS + 1))
         m.d.comb += expected.eq(Mux(push, lines * LINE_OCTETS, 0))
         octets = Signal(range(MAX_LS_OCTETS + W + 1))
-        beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
-        line_beats = max(1, LINE_OCTETS // W)
-
-        ptr = Signal(tag_bits)
-        ptr_r = Signal(tag_bits)
-        scanned = Signal()           # scan_rd.data holds the entry of ptr_r
-        m.d.comb += [scan_rd.addr.eq(ptr), rsp_rd.addr.eq(parser.header.payload.th.ls.tag)]
-        expired = scanned & (busy >> ptr_r)[0] & (
-            (now - scan_rd.data.stamp)[:STAMP_BITS] >= self.timeout_cycles)
+        m.d.comb += self.lookup.addr.eq(parser.header.payload.th.ls.tag)
         cpl_tag = Signal(TAG_BITS)
-        m.d.comb += [self.cpl.payload.tag.eq(cpl_tag), self.cpl.payload.status.eq(status)]
+        m.d.comb += [self.cpl.payload.tag.eq(cpl_tag), self.cpl.payload.status.eq(status),
+                     self.release.tag.eq(cpl_tag[:tag_bits])]
         done = self.cpl.valid & self.cpl.ready
         counters["completions"].increment(m, done)
 
         with m.FSM(name="rx"):
             with m.State("IDLE"):
-                m.d.sync += scanned.eq(0)
-                with m.If(expired):
-                    m.d.sync += [cpl_tag.eq(ptr_r), status.eq(CompletionStatus.TIMEOUT)]
+                m.d.comb += self.expired.ready.eq(1)
+                with m.If(self.expired.valid):
+                    m.d.sync += [cpl_tag.eq(self.expired.payload),
+                                 status.eq(CompletionStatus.TIMEOUT)]
                     m.next = "ERROR"
-                with m.Elif(refused):
-                    m.d.sync += [cpl_tag.eq(refused_tag), status.eq(CompletionStatus.BAD_TAG)]
+                with m.Elif(self.refusal.valid):
+                    m.d.sync += [cpl_tag.eq(self.refusal.payload),
+                                 status.eq(CompletionStatus.BAD_TAG)]
                     m.next = "REFUSED"
-                with m.Elif(fail_q.r_rdy):
-                    m.d.comb += [fail_q.r_en.eq(1), rsp_rd.addr.eq(fail_out.tag)]
-                    m.d.sync += failed.eq(fail_out)
+                with m.Elif(self.failed.valid):
+                    m.d.comb += [self.failed.ready.eq(1),
+                                 self.lookup.addr.eq(self.failed.payload.tag)]
+                    m.d.sync += failed.eq(self.failed.payload)
                     m.next = "FAIL"
                 with m.Elif(parser.header.valid):
                     m.d.comb += parser.header.ready.eq(1)
                     m.d.sync += [rh.eq(parser.header.payload), octets.eq(0)]
                     m.next = "CHECK"
                 with m.Else():
-                    m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
+                    m.d.comb += self.advance.eq(1)
             with m.State("FAIL"):
-                # The table entry of the dropped request's tag is on rsp_rd.data this cycle.
-                sent_as = Mux(rsp_rd.data.store, failed.opcode == Opcode.STORE_REQ,
+                # The table entry of the dropped request's tag is on lookup.data this cycle.
+                sent_as = Mux(entry_in.store, failed.opcode == Opcode.STORE_REQ,
                               failed.opcode == Opcode.LOAD_REQ)
                 with m.If((failed.tag < self.tags) & (busy >> failed.tag[:tag_bits])[0] &
-                          sent_as & (failed.size == rsp_rd.data.size) &
-                          (failed.dst == rsp_rd.data.dst)):
+                          sent_as & (failed.size == entry_in.size) &
+                          (failed.dst == entry_in.dst)):
                     m.d.sync += [cpl_tag.eq(failed.tag),
                                  status.eq(CompletionStatus.UNREACHABLE)]
                     m.next = "ERROR"
@@ -289,8 +636,7 @@ class LsRequester(wiring.Component):
                 # TIMEOUT or UNREACHABLE: the request is given up.
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
-                    m.d.sync += busy.bit_select(cpl_tag[:tag_bits], 1).eq(0)
-                    m.d.comb += clear_busy.eq(1)
+                    m.d.comb += self.release.en.eq(1)
                     counters["timeouts"].increment(m, status == CompletionStatus.TIMEOUT)
                     counters["unreachable"].increment(
                         m, status == CompletionStatus.UNREACHABLE)
@@ -298,35 +644,35 @@ class LsRequester(wiring.Component):
             with m.State("REFUSED"):
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
-                    m.d.comb += clear_refused.eq(1)
+                    m.d.comb += self.refusal.ready.eq(1)
                     m.next = "IDLE"
             with m.State("CHECK"):
-                # The table entry of the response's tag is on rsp_rd.data this cycle.
+                # The table entry of the response's tag is on lookup.data this cycle.
                 tag_in_range = ls.tag < self.tags
                 is_load = ls.opcode == Opcode.LOAD_RSP
                 m.d.comb += [
                     known.eq(tag_in_range & (busy >> ls.tag[:tag_bits])[0]),
-                    match.eq(known & ((is_load & ~rsp_rd.data.store) |
-                                      ((ls.opcode == Opcode.STORE_RSP) & rsp_rd.data.store)) &
-                             (ls.size == rsp_rd.data.size) & (rh.oefh.src == rsp_rd.data.dst) &
+                    match.eq(known & ((is_load & ~entry_in.store) |
+                                      ((ls.opcode == Opcode.STORE_RSP) & entry_in.store)) &
+                             (ls.size == entry_in.size) & (rh.oefh.src == entry_in.dst) &
                              (ls.status <= CompletionStatus.ADDRESS_ERROR.value)),
                 ]
-                m.d.sync += [entry.eq(rsp_rd.data), status.eq(ls.status), cpl_tag.eq(ls.tag),
+                m.d.sync += [entry.eq(entry_in), status.eq(ls.status), cpl_tag.eq(ls.tag),
                              push.eq(match & is_load & (ls.status == 0)),
                              Cat(known_r, match_r).eq(Cat(known, match))]
                 m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
                 take = parser.o.valid & parser.o.ready
                 want = push & (octets < expected)
-                m.d.comb += [parser.o.ready.eq(~want | data_q.w_rdy),
-                             data_q.w_data.eq(parser.o.payload.data),
-                             data_q.w_en.eq(take & want)]
+                m.d.comb += [parser.o.ready.eq(~want | data.i.ready),
+                             data.i.payload.eq(parser.o.payload.data),
+                             data.i.valid.eq(parser.o.valid & want)]
                 count = keep_count(parser.o.payload.keep, W)
                 with m.If(take):
                     with m.If(octets <= MAX_LS_OCTETS):
                         m.d.sync += octets.eq(octets + count)
                     with m.If(parser.o.payload.last):
-                        m.d.sync += beats_left.eq(lines * line_beats)
+                        m.d.comb += data.start.eq(1)
                         with m.If(~known_r):
                             counters["unexpected"].increment(m, 1)
                             m.next = "FLUSH"
@@ -336,28 +682,19 @@ class LsRequester(wiring.Component):
                         with m.Else():
                             m.next = "COMPLETE"
             with m.State("FLUSH"):
-                m.d.comb += data_q.r_en.eq(1)
-                with m.If(data_q.level == 0):
+                m.d.comb += data.flush.eq(1)
+                with m.If(data.empty):
                     m.next = "IDLE"
             with m.State("COMPLETE"):
                 m.d.comb += self.cpl.valid.eq(1)
                 with m.If(self.cpl.ready):
-                    m.d.sync += busy.bit_select(cpl_tag[:tag_bits], 1).eq(0)
-                    m.d.comb += clear_busy.eq(1)
+                    m.d.comb += self.release.en.eq(1)
                     m.next = "IDLE"
                     with m.If(push):
                         m.next = "DATA"
             with m.State("DATA"):
-                m.d.comb += [
-                    self.cpl_data.valid.eq(data_q.r_rdy),
-                    self.cpl_data.payload.data.eq(data_q.r_data),
-                    self.cpl_data.payload.keep.eq(C(-1, W)),
-                    self.cpl_data.payload.first.eq(beats_left == lines * line_beats),
-                    self.cpl_data.payload.last.eq(beats_left == 1),
-                    data_q.r_en.eq(self.cpl_data.ready),
-                ]
-                with m.If(self.cpl_data.valid & self.cpl_data.ready):
-                    m.d.sync += beats_left.eq(beats_left - 1)
-                    with m.If(beats_left == 1):
-                        m.next = "IDLE"
+                m.d.comb += data.play.eq(1)
+                cpl_data = self.cpl_data
+                with m.If(cpl_data.valid & cpl_data.ready & cpl_data.payload.last):
+                    m.next = "IDLE"
         return m

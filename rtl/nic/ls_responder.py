@@ -5,13 +5,15 @@ Ref: spec §3 (VC 1 carries L/S responses), §4.2 (L/S TH, response rules), §11
 ACCESS_DENIED touches no memory, malformed frames are dropped and counted, never executed).
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Signal, Cat, C, Const, Mux
-from amaranth.lib import enum, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from ..compose import forward
-from ..counters import CounterBank, Counters
+from ..compose import forward, members_of
+from ..counters import CounterBank, Counters, counter_values
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..params import parameters
@@ -119,16 +121,118 @@ class LsResponder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        beat_bits = (W - 1).bit_length()
-        line_beats = LINE_OCTETS // W if W < LINE_OCTETS else 1
+        m.submodules.intake = intake = _Intake(W, self.addr_width)
+        m.submodules.address = address = _AddressStage(W, self.addr_width)
+        m.submodules.data = data = _DataStage(W, self.addr_width)
+        # target_registers reads a counter as ``counters[name].value``: here the stages'
+        # own counters, as they reach ``count``.
+        readings = {name: SimpleNamespace(value=value)
+                    for name, value in counter_values(self.count).items()}
+        windows = target_registers(m, self, readings)
+        query = intake.window
+        m.d.comb += query.granted.eq(windows.granted(query.line, query.end_line, query.need))
+        # Store data waits here until its length is known to be right; it holds the data of the
+        # store being written and of the next one.
+        m.submodules.store_q = store_q = SyncFIFOBuffered(
+            width=8 * W, depth=max(2, 2 * _max_beats(W)))
+        wiring.connect(m, wiring.flipped(self.header), intake.header)
+        wiring.connect(m, wiring.flipped(self.i), intake.i)
+        wiring.connect(m, intake.store, store_q.w_stream)
+        wiring.connect(m, intake.job, address.job)
+        wiring.connect(m, address.next, data.job)
+        wiring.connect(m, store_q.r_stream, data.store)
+        wiring.connect(m, data.rsp_header, wiring.flipped(self.rsp_header))
+        wiring.connect(m, data.o, wiring.flipped(self.o))
+        m.d.comb += [address.reading.eq(data.reading), address.writing.eq(data.writing)]
+        forward(m, self.m_axi, address.m_axi)
+        forward(m, self.m_axi, data.m_axi)
+        forward(m, self.count, intake.count)
+        forward(m, self.count, data.count)
+        return m
 
+
+def _max_beats(beat_octets):
+    """Beats of the largest L/S access."""
+    return MAX_LS_OCTETS // beat_octets if beat_octets < MAX_LS_OCTETS else 1
+
+
+class _JobLayout(data.StructLayout):
+    """A request on its way through :class:`LsResponder`'s stages: its ``header``, the
+    ``status`` decided for it, what execution does with it (``kind``) and the ``beats`` it
+    left in the store buffer."""
+    def __init__(self, beat_octets):
+        super().__init__({"header": HeaderLayout(), "status": Status, "kind": _Job,
+                          "beats": range(_max_beats(beat_octets) + 1)})
+
+
+def _WindowQuery():
+    """A window check, as the asker sees it: is there one window that holds lines ``line`` …
+    ``end_line - 1`` and grants a permission of ``need`` (read, write bits)?"""
+    return wiring.Signature({"line": Out(LINE_BITS), "end_line": Out(LINE_BITS + 1),
+                             "need": Out(2), "granted": In(1)})
+
+
+def _AxiAddress(addr_width, beat_octets):
+    """The AR and AW channels of :func:`.axi.Axi4Signature`."""
+    return wiring.Signature(members_of(
+        Axi4Signature(addr_width, beat_octets),
+        "awid", "awaddr", "awlen", "awsize", "awburst", "awvalid", "awready",
+        "arid", "araddr", "arlen", "arsize", "arburst", "arvalid", "arready"))
+
+
+def _AxiData(addr_width, beat_octets):
+    """The W, B and R channels of :func:`.axi.Axi4Signature`."""
+    return wiring.Signature(members_of(
+        Axi4Signature(addr_width, beat_octets),
+        "wdata", "wstrb", "wlast", "wvalid", "wready", "bid", "bresp", "bvalid", "bready",
+        "rid", "rdata", "rresp", "rlast", "rvalid", "rready"))
+
+
+class _Intake(wiring.Component):
+    """Take a request, decide its status, receive and check its payload, hand it on.
+
+    The status is decided in the cycle the ``header`` is taken: ADDRESS_ERROR if the line is
+    not aligned to the size or the access runs past ``addr_width``, else ACCESS_DENIED unless
+    the ``window`` check grants it, else OK. The payload packet on ``i`` follows: an OK
+    store's octets up to its size go on ``store`` (``i`` waits for it), any others are only
+    counted. At the payload's last beat the request is classified (:class:`_Job`) and counted
+    (``unexpected``, ``malformed``, ``denied`` or ``address_errors``, ``loads``, ``stores``),
+    and offered on ``job`` until taken; the next header is taken the cycle after.
+
+    Members
+    -------
+    header : In(stream.Signature(HeaderLayout())); i : In(PacketStream(beat_octets))
+        Requests, as a parser gives them.
+    window : Out(_WindowQuery)
+        The check of the request on ``header`` (combinational).
+    store : Out(stream.Signature(8 * beat_octets))
+        Store data for the store buffer.
+    job : Out(stream.Signature(_JobLayout))
+        Requests for execution.
+    count : Out(Counters)
+        :attr:`COUNTERS`.
+
+    Latency: ``job`` is offered in the cycle of the payload's last beat.
+    Throughput: one beat per cycle; one request per payload length + 1 cycles.
+    """
+    COUNTERS = ("loads", "stores", "denied", "address_errors", "malformed", "unexpected")
+
+    def __init__(self, beat_octets, addr_width):
+        self.beat_octets = beat_octets
+        self.addr_width = addr_width
+        super().__init__({
+            "header": In(stream.Signature(HeaderLayout())),
+            "i": In(PacketStream(beat_octets)),
+            "window": Out(_WindowQuery()),
+            "store": Out(stream.Signature(8 * beat_octets)),
+            "job": Out(stream.Signature(_JobLayout(beat_octets))),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
         counters = CounterBank(m, self.count)
-        axi = self.m_axi
-
-        # --- windows and the register bus ----------------------------------------------------
-        windows = target_registers(m, self, counters)
-
-        # --- intake: the request being received and checked -----------------------------------
         req = Signal(HeaderLayout())
         ls = req.th.ls
         is_load = ls.opcode == Opcode.LOAD_REQ
@@ -142,83 +246,28 @@ class LsResponder(wiring.Component):
         m.d.comb += new_lines.eq(Const(1, 3) << new.size)
         end_line = Signal(LINE_BITS + 1)
         m.d.comb += end_line.eq(new.line + new_lines)
-        need = Cat(new.opcode == Opcode.LOAD_REQ, new.opcode == Opcode.STORE_REQ)
         # Ref: spec §4.2 — the byte address must be aligned to the size.
         misaligned = (new.line & (new_lines - 1)) != 0
         addr_lines = 1 << (self.addr_width - 6)
         beyond = end_line > addr_lines
         granted = Signal()
-        m.d.comb += granted.eq(windows.granted(new.line, end_line, need))
+        m.d.comb += [
+            self.window.line.eq(new.line), self.window.end_line.eq(end_line),
+            self.window.need.eq(Cat(new.opcode == Opcode.LOAD_REQ,
+                                    new.opcode == Opcode.STORE_REQ)),
+            granted.eq(self.window.granted),
+        ]
         status = Signal(Status)      # decided when the header is taken
         expected_octets = Signal(range(MAX_LS_OCTETS + 1))
         m.d.comb += expected_octets.eq(Mux(is_store, lines * LINE_OCTETS, 0))
         octets = Signal(range(MAX_LS_OCTETS + W + 1))   # payload octets seen (saturating)
-        max_beats = MAX_LS_OCTETS // W if W < MAX_LS_OCTETS else 1
-        pushed = Signal(range(max_beats + 1))           # beats put in the store buffer
-
-        # --- execution, in two stages --------------------------------------------------------
-        # Address (``a_*``): a request handed over by intake; issues its AR or AW as soon as no
-        # access of the other kind is in flight, then passes it on. Data (``d_*``): moves the
-        # request's data (R into the response, the buffer onto W, B) and answers it. A load's
-        # AR may thus go out while the load before streams its data, a store's AW while the
-        # store before is written; a load never passes a store or the reverse (AXI does not
-        # order reads against writes).
-        a_job = Signal(HeaderLayout())
-        a_ls = a_job.th.ls
-        a_status = Signal(Status)
-        a_kind = Signal(_Job)
-        a_beats = Signal.like(pushed)
-        a_valid = Signal()
-        a_issued = Signal()         # its AR/AW has been taken
-        a_lines = Signal.like(lines)
-        m.d.comb += a_lines.eq(Const(1, 3) << a_ls.size)
-
-        d_job = Signal(HeaderLayout())
-        d_ls = d_job.th.ls
-        d_status = Signal(Status)
-        d_phase = Signal(_Phase)
-        beats_left = Signal(range(max_beats + 1))
-
-        rsp = Signal(HeaderLayout())
-        m.d.comb += [
-            rsp.oefh.ver.eq(OEFH_VERSION),
-            rsp.oefh.vc.eq(VirtualChannel.LS_RSP),
-            rsp.oefh.dst.eq(d_job.oefh.src),
-            rsp.oefh.src.eq(d_job.oefh.dst),
-            rsp.oefh.entropy.eq(d_job.oefh.entropy),
-            rsp.th.ls.opcode.eq(Mux(d_ls.opcode == Opcode.LOAD_REQ, Opcode.LOAD_RSP,
-                                    Opcode.STORE_RSP)),
-            rsp.th.ls.size.eq(d_ls.size),
-            rsp.th.ls.status.eq(d_status),
-            rsp.th.ls.tag.eq(d_ls.tag),
-            rsp.th.ls.line.eq(d_ls.line),
-        ]
-        m.d.comb += self.rsp_header.payload.eq(rsp)
-
-        # Store data waits here until its length is known to be right; it holds the data of the
-        # store being written and of the next one.
-        m.submodules.store_q = store_q = SyncFIFOBuffered(width=8 * W, depth=max(2, 2 * max_beats))
-
-        byte_addr = Cat(C(0, 6), a_ls.line)[:self.addr_width]
-        burst = {"len": (a_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
-                 "burst": C(BURST_INCR, 2)}
-        m.d.comb += [
-            axi.awaddr.eq(byte_addr), axi.araddr.eq(byte_addr),
-            axi.awlen.eq(burst["len"]), axi.arlen.eq(burst["len"]),
-            axi.awsize.eq(burst["size"]), axi.arsize.eq(burst["size"]),
-            axi.awburst.eq(burst["burst"]), axi.arburst.eq(burst["burst"]),
-            axi.awid.eq(0), axi.arid.eq(0),
-            axi.wdata.eq(store_q.r_data),
-            axi.wstrb.eq(C(-1, W)),
-            axi.wlast.eq(beats_left == 1),
-        ]
-
-        # What execution does with a request intake has finished with (``_Job``).
+        pushed = Signal(range(_max_beats(W) + 1))       # beats put in the store buffer
         kind = Signal(_Job)
         hand_kind = Signal(_Job)
         hand_beats = Signal.like(pushed)
-        hand = Signal()             # intake hands a request over (the address stage frees)
-        a_free = Signal()            # the address stage is empty or passes its request on
+        job = self.job.payload
+        m.d.comb += [job.header.eq(req), job.status.eq(status), job.kind.eq(hand_kind),
+                     job.beats.eq(hand_beats)]
 
         take_i = self.i.valid & self.i.ready
         with m.FSM(name="intake"):
@@ -239,9 +288,9 @@ class LsResponder(wiring.Component):
                 # its own access), so a too-long store cannot stall on a full buffer.
                 push = is_store & (status == Status.OK) & (octets < expected_octets)
                 m.d.comb += [
-                    self.i.ready.eq(~push | store_q.w_rdy),
-                    store_q.w_data.eq(self.i.payload.data),
-                    store_q.w_en.eq(take_i & push),
+                    self.i.ready.eq(~push | self.store.ready),
+                    self.store.payload.eq(self.i.payload.data),
+                    self.store.valid.eq(self.i.valid & push),
                 ]
                 count = keep_count(self.i.payload.keep, W)
                 with m.If(take_i):
@@ -267,27 +316,83 @@ class LsResponder(wiring.Component):
                             counters["stores"].increment(m, 1)
                             m.d.comb += hand_kind.eq(_Job.STORE)
                         m.d.sync += kind.eq(hand_kind)
-                        m.d.comb += hand.eq(a_free)
-                        with m.If(a_free):
+                        m.d.comb += self.job.valid.eq(1)
+                        with m.If(self.job.ready):
                             m.next = "IDLE"
                         with m.Else():
                             m.next = "HAND"
             with m.State("HAND"):
                 # The address stage still holds the request before: wait for it to pass on.
-                m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), hand.eq(a_free)]
-                with m.If(a_free):
+                m.d.comb += [hand_kind.eq(kind), hand_beats.eq(pushed), self.job.valid.eq(1)]
+                with m.If(self.job.ready):
                     m.next = "IDLE"
+        return m
 
-        # --- address stage ---------------------------------------------------------------------
-        # The memory access the data stage has in flight: reads while it streams R, writes
-        # while it sends W or waits for B.
-        d_reading = d_phase == _Phase.R
-        d_writing = (d_phase == _Phase.W) | (d_phase == _Phase.B)
+
+class _AddressStage(wiring.Component):
+    """Issue a request's AR or AW, then pass the request on to the data stage.
+
+    A load's AR goes out as soon as the data stage is not ``writing``, a store's AW as soon
+    as it is not ``reading`` (AXI does not order reads against writes): one INCR burst of
+    full beats at the request's line. A request of another kind issues nothing. The request
+    is offered on ``next`` once its AR/AW has been taken; ``job`` is ready while the stage is
+    empty or passes its request on.
+
+    Members
+    -------
+    job : In(stream.Signature(_JobLayout)); next : Out(stream.Signature(_JobLayout))
+    m_axi : Out(_AxiAddress)
+        The AR and AW channels.
+    reading, writing : In(1)
+        The data stage streams R; sends W or waits for B.
+
+    Latency: AR/AW valid 1 cycle after ``job``; ``next`` valid in the cycle AR/AW is taken.
+    Throughput: one request per cycle while addresses are taken at once.
+    """
+    def __init__(self, beat_octets, addr_width):
+        self.beat_octets = beat_octets
+        self.addr_width = addr_width
+        super().__init__({
+            "job": In(stream.Signature(_JobLayout(beat_octets))),
+            "next": Out(stream.Signature(_JobLayout(beat_octets))),
+            "m_axi": Out(_AxiAddress(addr_width, beat_octets)),
+            "reading": In(1), "writing": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        beat_bits = (W - 1).bit_length()
+        line_beats = LINE_OCTETS // W if W < LINE_OCTETS else 1
+        axi = self.m_axi
+        a_job = Signal(HeaderLayout())
+        a_ls = a_job.th.ls
+        a_status = Signal(Status)
+        a_kind = Signal(_Job)
+        a_beats = Signal(range(_max_beats(W) + 1))
+        a_valid = Signal()
+        a_issued = Signal()         # its AR/AW has been taken
+        a_lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
+        m.d.comb += a_lines.eq(Const(1, 3) << a_ls.size)
+        nxt = self.next.payload
+        m.d.comb += [nxt.header.eq(a_job), nxt.status.eq(a_status), nxt.kind.eq(a_kind),
+                     nxt.beats.eq(a_beats)]
+
+        byte_addr = Cat(C(0, 6), a_ls.line)[:self.addr_width]
+        burst = {"len": (a_lines * line_beats - 1)[:8], "size": C(beat_bits, 3),
+                 "burst": C(BURST_INCR, 2)}
+        m.d.comb += [
+            axi.awaddr.eq(byte_addr), axi.araddr.eq(byte_addr),
+            axi.awlen.eq(burst["len"]), axi.arlen.eq(burst["len"]),
+            axi.awsize.eq(burst["size"]), axi.arsize.eq(burst["size"]),
+            axi.awburst.eq(burst["burst"]), axi.arburst.eq(burst["burst"]),
+            axi.awid.eq(0), axi.arid.eq(0),
+        ]
         a_load = a_kind == _Job.LOAD
         a_store = a_kind == _Job.STORE
         m.d.comb += [
-            axi.arvalid.eq(a_valid & ~a_issued & a_load & ~d_writing),
-            axi.awvalid.eq(a_valid & ~a_issued & a_store & ~d_reading),
+            axi.arvalid.eq(a_valid & ~a_issued & a_load & ~self.writing),
+            axi.awvalid.eq(a_valid & ~a_issued & a_store & ~self.reading),
         ]
         addressed = (a_issued | ~(a_load | a_store)
                      | (axi.arvalid & axi.arready)
@@ -295,23 +400,124 @@ class LsResponder(wiring.Component):
         with m.If((axi.arvalid & axi.arready)
                   | (axi.awvalid & axi.awready)):
             m.d.sync += a_issued.eq(1)
+        m.d.comb += [self.next.valid.eq(a_valid & addressed),
+                     self.job.ready.eq(~a_valid | (self.next.valid & self.next.ready))]
+        with m.If(self.next.valid & self.next.ready):
+            m.d.sync += [a_valid.eq(0), a_issued.eq(0)]
+        with m.If(self.job.valid & self.job.ready):
+            m.d.sync += [a_job.eq(self.job.payload.header), a_status.eq(self.job.payload.status),
+                         a_kind.eq(self.job.payload.kind), a_beats.eq(self.job.payload.beats),
+                         a_valid.eq(1)]
+        return m
 
-        # --- data stage ------------------------------------------------------------------------
+
+class _ResponseHeader(wiring.Component):
+    """Frame the response to a request: its OEFH and L/S TH.
+
+    VC 1, dst and src swapped, the request's entropy, size, tag and line, LOAD_RSP for a
+    LOAD_REQ and STORE_RSP otherwise, the given ``status`` (spec §4.2, §9).
+
+    Members
+    -------
+    request : In(HeaderLayout()); status : In(Status)
+    header : Out(HeaderLayout())
+
+    Latency: 0 cycles (combinational). Throughput: one header per cycle.
+    """
+    request: In(HeaderLayout())
+    status: In(Status)
+    header: Out(HeaderLayout())
+
+    def elaborate(self, platform):
+        m = Module()
+        req, ls, rsp = self.request, self.request.th.ls, self.header
+        m.d.comb += [
+            rsp.oefh.ver.eq(OEFH_VERSION),
+            rsp.oefh.vc.eq(VirtualChannel.LS_RSP),
+            rsp.oefh.dst.eq(req.oefh.src),
+            rsp.oefh.src.eq(req.oefh.dst),
+            rsp.oefh.entropy.eq(req.oefh.entropy),
+            rsp.th.ls.opcode.eq(Mux(ls.opcode == Opcode.LOAD_REQ, Opcode.LOAD_RSP,
+                                    Opcode.STORE_RSP)),
+            rsp.th.ls.size.eq(ls.size),
+            rsp.th.ls.status.eq(self.status),
+            rsp.th.ls.tag.eq(ls.tag),
+            rsp.th.ls.line.eq(ls.line),
+        ]
+        return m
+
+
+class _DataStage(wiring.Component):
+    """Move a request's data and answer it.
+
+    By the request's kind (:class:`_Job`): a load's read data goes from R straight to ``o``,
+    its response header with the first beat (a beat whose read response is not OKAY is
+    counted in ``axi_errors``); a store's buffered beats go from ``store`` onto W, then B is
+    awaited (not OKAY: counted, answered ADDRESS_ERROR) and the response sent without payload;
+    a refused request is answered without payload; a discarded one's buffered beats are
+    dropped. A response without payload is its header on ``rsp_header`` and one empty beat
+    on ``o``. ``job`` is ready while the stage is idle and in the cycle its request ends.
+
+    Members
+    -------
+    job : In(stream.Signature(_JobLayout)); store : In(stream.Signature(8 * beat_octets))
+    m_axi : Out(_AxiData)
+        The W, B and R channels.
+    rsp_header : Out(stream.Signature(HeaderLayout())); o : Out(PacketStream(beat_octets))
+        Responses, for a deparser.
+    reading, writing : Out(1)
+        Streaming R; sending W or waiting for B.
+    count : Out(Counters)
+        ``axi_errors``.
+
+    Latency: 0 cycles (R to ``o``, ``store`` to W); a response without payload is offered
+    1 cycle after ``job`` or after B.
+    Throughput: one beat per cycle; back to back bursts without a gap.
+    """
+    COUNTERS = ("axi_errors",)
+
+    def __init__(self, beat_octets, addr_width):
+        self.beat_octets = beat_octets
+        super().__init__({
+            "job": In(stream.Signature(_JobLayout(beat_octets))),
+            "store": In(stream.Signature(8 * beat_octets)),
+            "m_axi": Out(_AxiData(addr_width, beat_octets)),
+            "rsp_header": Out(stream.Signature(HeaderLayout())),
+            "o": Out(PacketStream(beat_octets)),
+            "reading": Out(1), "writing": Out(1),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.beat_octets
+        counters = CounterBank(m, self.count)
+        axi, store, job = self.m_axi, self.store, self.job.payload
+        d_job = Signal(HeaderLayout())
+        d_status = Signal(Status)
+        d_phase = Signal(_Phase)
+        beats_left = Signal(range(_max_beats(W) + 1))
+        m.submodules.header = header = _ResponseHeader()
+        m.d.comb += [header.request.eq(d_job), header.status.eq(d_status),
+                     self.rsp_header.payload.eq(header.header)]
+        m.d.comb += [axi.wdata.eq(store.payload), axi.wstrb.eq(C(-1, W)),
+                     axi.wlast.eq(beats_left == 1)]
+        m.d.comb += [self.reading.eq(d_phase == _Phase.R),
+                     self.writing.eq((d_phase == _Phase.W) | (d_phase == _Phase.B))]
+
         hdr_sent = Signal()
         beat_sent = Signal()
         first = Signal()
         d_done = Signal()           # the data stage's request ends this cycle
-        d_free = (d_phase == _Phase.IDLE) | d_done
-        pass_on = a_valid & addressed & d_free
-        m.d.comb += a_free.eq(~a_valid | pass_on)
+        m.d.comb += self.job.ready.eq((d_phase == _Phase.IDLE) | d_done)
         with m.Switch(d_phase):
             with m.Case(_Phase.DISCARD):
                 # Drop what a malformed store left in the buffer.
                 with m.If(beats_left == 0):
                     m.d.comb += d_done.eq(1)
                 with m.Else():
-                    m.d.comb += store_q.r_en.eq(1)
-                    with m.If(store_q.r_rdy):
+                    m.d.comb += store.ready.eq(1)
+                    with m.If(store.valid):
                         m.d.sync += beats_left.eq(beats_left - 1)
             with m.Case(_Phase.R):
                 # Read data goes straight to the response; its header leaves with beat 0.
@@ -331,8 +537,8 @@ class LsResponder(wiring.Component):
                     counters["axi_errors"].increment(m, axi.rresp != RESP_OKAY)
                     m.d.comb += d_done.eq(axi.rlast)
             with m.Case(_Phase.W):
-                m.d.comb += [axi.wvalid.eq(store_q.r_rdy),
-                             store_q.r_en.eq(axi.wready)]
+                m.d.comb += [axi.wvalid.eq(store.valid),
+                             store.ready.eq(axi.wready)]
                 with m.If(axi.wvalid & axi.wready):
                     m.d.sync += beats_left.eq(beats_left - 1)
                     with m.If(beats_left == 1):
@@ -359,11 +565,10 @@ class LsResponder(wiring.Component):
         # Taking the next request comes last: it overrides the flags the phases set.
         with m.If(d_done):
             m.d.sync += d_phase.eq(_Phase.IDLE)
-        with m.If(pass_on):
-            m.d.sync += [d_job.eq(a_job), d_status.eq(a_status), beats_left.eq(a_beats),
-                         hdr_sent.eq(0), beat_sent.eq(0), first.eq(1), a_valid.eq(0),
-                         a_issued.eq(0)]
-            with m.Switch(a_kind):
+        with m.If(self.job.valid & self.job.ready):
+            m.d.sync += [d_job.eq(job.header), d_status.eq(job.status),
+                         beats_left.eq(job.beats), hdr_sent.eq(0), beat_sent.eq(0), first.eq(1)]
+            with m.Switch(job.kind):
                 with m.Case(_Job.LOAD):
                     m.d.sync += d_phase.eq(_Phase.R)
                 with m.Case(_Job.STORE):
@@ -372,10 +577,6 @@ class LsResponder(wiring.Component):
                     m.d.sync += d_phase.eq(_Phase.RESPOND)
                 with m.Case(_Job.DISCARD):
                     m.d.sync += d_phase.eq(_Phase.DISCARD)
-        with m.If(hand):
-            m.d.sync += [a_job.eq(req), a_status.eq(status), a_kind.eq(hand_kind),
-                         a_beats.eq(hand_beats), a_valid.eq(1)]
-
         return m
 
 
