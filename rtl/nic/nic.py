@@ -6,7 +6,7 @@ are reachable and up), §10 (SEN received per port), §11.
 
 ::
 
-    m_axi ◀─▶ LsTarget.o ─────────┐                    ┌─▶ port 0: CbfcEnd i_vc0…3 ─▶ txd0
+    m_axi ◀─▶ LsTarget.o ─────────┐                    ┌─▶ port 0: CbfcEnd i[0…3]  ─▶ txd0
     m_axi_rdma ◀─▶ RdmaTarget.o ──┤
     GPU req ─▶ LsRequester.o ─────┼▶ PacketArbiter ▶ FrameSteer (port from Reachability)
     GPU rdma.cmd ─▶ RdmaRequester.o┘                   └─▶ port n-1 …
