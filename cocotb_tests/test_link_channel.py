@@ -45,7 +45,7 @@ class Line:
     def __init__(self, dut):
         self.dut = dut
         self.params = {key: export_params().get(key, default)
-                       for key, (default, _, _) in EXPORTS[EXPORT].params.items()}
+                       for key, (default, _) in EXPORTS[EXPORT].params.items()}
         self.width = self.params["width"]
         self.max_delay = self.params["max_delay"]
         self.cycles = []
