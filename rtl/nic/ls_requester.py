@@ -459,8 +459,8 @@ class _LoadData(wiring.Component):
                                                         depth=max(2, MAX_LS_OCTETS // W))
         line_beats = max(1, LINE_OCTETS // W)
         beats_left = Signal(range(MAX_LS_OCTETS // W + 1))
-        m.d.comb += [data_q.w_data.eq(self.i.payload), data_q.w_en.eq(self.i.valid),
-                     self.i.ready.eq(data_q.w_rdy), self.empty.eq(data_q.level == 0)]
+        wiring.connect(m, wiring.flipped(self.i), data_q.w_stream)
+        m.d.comb += self.empty.eq(data_q.level == 0)
         with m.If(self.flush):
             m.d.comb += data_q.r_en.eq(1)
         with m.If(self.play):
@@ -511,8 +511,7 @@ class _FailQueue(wiring.Component):
         m.d.comb += [fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
                      fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst)]
         fail_q = fail_queue(m, self.i, fail_in, self.depth, counters["fail_overflows"])
-        m.d.comb += [self.o.valid.eq(fail_q.r_rdy), self.o.payload.eq(fail_q.r_data),
-                     fail_q.r_en.eq(self.o.ready)]
+        wiring.connect(m, fail_q.r_stream, wiring.flipped(self.o))
         return m
 
 

@@ -485,8 +485,7 @@ class RdmaFailQueue(wiring.Component):
                      entry.read.eq(head.th.rdma.opcode == Opcode.READ_REQ),
                      entry.last.eq(head.th.rdma.last)]
         queue = fail_queue(m, self.fail, entry, self.depth, counters["fail_overflows"])
-        m.d.comb += [self.o.valid.eq(queue.r_rdy), queue.r_en.eq(self.o.ready),
-                     self.o.payload.eq(queue.r_data)]
+        wiring.connect(m, queue.r_stream, wiring.flipped(self.o))
         return m
 
 
