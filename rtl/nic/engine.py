@@ -2,15 +2,18 @@
 requester gives the GPU, the queue of headers of frames that could not be sent, and the
 geometry of cache lines and RDMA messages (spec §3, §4.2, §9)."""
 
-from amaranth.lib import data, enum
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
 
+from ..counters import CounterBank, Counters
 from ..params import IntRange, OneOf, Param, PowerOfTwo
-from ..wire import LS_TH, RDMA_TH, LsSize, Status
+from ..wire import HeaderLayout, LS_TH, RDMA_TH, LsSize, Status
 
 __all__ = ["TAG_BITS", "MSG_BITS", "STAMP_BITS", "LINE_OCTETS", "LINE_BITS", "MAX_LS_OCTETS",
            "TAGS", "MESSAGES", "MTU", "TIMEOUT_CYCLES", "CONTEXTS", "CompletionStatus",
-           "CompletionLayout", "FAIL_DEPTH_MAX", "fail_queue"]
+           "CompletionLayout", "FAIL_DEPTH_MAX", "FailQueue"]
 
 TAG_BITS = dict(LS_TH.fields)["tag"]
 MSG_BITS = dict(RDMA_TH.fields)["msg"]
@@ -55,17 +58,47 @@ class CompletionLayout(data.StructLayout):
 FAIL_DEPTH_MAX = 64
 
 
-def fail_queue(m, fail, entry, depth, overflows):
-    """Queue the headers of dropped frames arriving on ``fail`` as ``entry`` (a struct value
-    made of ``fail.payload``) in a FIFO of ``depth`` entries, which is returned.
+class FailQueue(wiring.Component):
+    """Queue the headers of frames dropped as unroutable as entries of ``layout``, made by
+    ``entry_of(header)`` (``{field: value}``: what identifies the request or message).
 
-    ``fail`` is always ready: its sender is the NIC's steering, whose transmit path must never
+    ``i`` is always ready: its sender is the NIC's steering, whose transmit path must never
     wait for the GPU to take completions (else a GPU holding its completions back would also
-    hold back the responses this NIC owes to others). A header that finds the queue full is
-    dropped and counted on ``overflows``; its operation then times out instead.
+    hold back the responses this NIC owes to others). A header that finds the ``depth``
+    entries full is dropped and counted (``fail_overflows``); its operation then times out
+    instead.
+
+    Members
+    -------
+    i : In(stream.Signature(HeaderLayout())); o : Out(stream.Signature(layout))
+    count : Out(Counters)
+        ``fail_overflows``.
+
+    Latency: an entry is valid on ``o`` 2 cycles after its ``i`` transfer. Throughput: one
+    header per cycle in and out.
     """
-    m.submodules.fail_q = queue = SyncFIFOBuffered(width=entry.shape().size, depth=depth)
-    m.d.comb += [queue.w_stream.payload.eq(entry), queue.w_stream.valid.eq(fail.valid),
-                 fail.ready.eq(1)]
-    overflows.increment(m, fail.valid & ~queue.w_stream.ready)
-    return queue
+    COUNTERS = ("fail_overflows",)
+
+    def __init__(self, layout, depth, entry_of):
+        self.layout = layout
+        self.depth = depth
+        self._entry_of = entry_of
+        super().__init__({
+            "i": In(stream.Signature(HeaderLayout())),
+            "o": Out(stream.Signature(layout)),
+            "count": Out(Counters(self.COUNTERS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = CounterBank(m, self.count)
+        entry = Signal(self.layout)
+        m.d.comb += [entry[name].eq(value)
+                     for name, value in self._entry_of(self.i.payload).items()]
+        m.submodules.fail_q = queue = SyncFIFOBuffered(width=self.layout.size,
+                                                       depth=self.depth)
+        write = queue.w_stream
+        m.d.comb += [write.payload.eq(entry), write.valid.eq(self.i.valid), self.i.ready.eq(1)]
+        counters.fail_overflows.increment(m, self.i.valid & ~write.ready)
+        wiring.connect(m, queue.r_stream, wiring.flipped(self.o))
+        return m

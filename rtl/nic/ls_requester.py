@@ -19,7 +19,7 @@ from ..params import parameters
 from ..stream import PacketStream, BEAT_OCTETS, keep_count
 from ..wire import (ENDPOINT_BITS, HeaderLayout, LsSize, Opcode, VirtualChannel,
                     OEFH_VERSION)
-from .engine import (CompletionLayout, CompletionStatus, fail_queue, FAIL_DEPTH_MAX,
+from .engine import (CompletionLayout, CompletionStatus, FailQueue, FAIL_DEPTH_MAX,
                      LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS, STAMP_BITS, TAG_BITS, TAGS,
                      TIMEOUT_CYCLES)
 
@@ -39,6 +39,12 @@ class _Failed(data.StructLayout):
     def __init__(self):
         super().__init__({"opcode": Opcode, "size": LsSize, "tag": TAG_BITS,
                           "dst": ENDPOINT_BITS})
+
+
+def _failed_entry(head):
+    """The :class:`_Failed` entry of a dropped request frame's header."""
+    return {"opcode": head.th.ls.opcode, "size": head.th.ls.size, "tag": head.th.ls.tag,
+            "dst": head.oefh.dst}
 
 
 class _Entry(data.StructLayout):
@@ -136,7 +142,7 @@ class LsRequester(wiring.Component):
         m.submodules.sender = sender = _RequestSender(self.beat_octets, self.tags)
         m.submodules.scanner = scanner = _TimeoutScanner(self.tags, self.timeout_cycles)
         m.submodules.completer = completer = _Completer(self.beat_octets, self.tags)
-        m.submodules.fail_q = fail_q = _FailQueue(self.fail_depth)
+        m.submodules.fail_q = fail_q = FailQueue(_Failed(), self.fail_depth, _failed_entry)
         m.d.comb += [sender.local_id.eq(self.local_id), self.outstanding.eq(table.outstanding),
                      sender.busy.eq(table.busy), scanner.busy.eq(table.busy),
                      completer.busy.eq(table.busy), scanner.now.eq(table.now)]
@@ -479,42 +485,6 @@ class _LoadData(wiring.Component):
         return m
 
 
-class _FailQueue(wiring.Component):
-    """Queue the headers of request frames dropped as unroutable, keeping what identifies the
-    request: opcode, size, tag, dst.
-
-    ``i`` is never held back (:func:`.engine.fail_queue`): a header that finds the queue of
-    ``depth`` entries full is dropped and counted in ``fail_overflows``.
-
-    Members
-    -------
-    i : In(stream.Signature(HeaderLayout())); o : Out(stream.Signature(_Failed()))
-    count : Out(Counters)
-        ``fail_overflows``.
-
-    Latency: 2 cycles (the queue). Throughput: one header per cycle.
-    """
-    COUNTERS = ("fail_overflows",)
-
-    def __init__(self, depth):
-        self.depth = depth
-        super().__init__({
-            "i": In(stream.Signature(HeaderLayout())), "o": Out(stream.Signature(_Failed())),
-            "count": Out(Counters(self.COUNTERS)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        counters = CounterBank(m, self.count)
-        fail_in = Signal(_Failed())
-        head = self.i.payload
-        m.d.comb += [fail_in.opcode.eq(head.th.ls.opcode), fail_in.size.eq(head.th.ls.size),
-                     fail_in.tag.eq(head.th.ls.tag), fail_in.dst.eq(head.oefh.dst)]
-        fail_q = fail_queue(m, self.i, fail_in, self.depth, counters["fail_overflows"])
-        wiring.connect(m, fail_q.r_stream, wiring.flipped(self.o))
-        return m
-
-
 class _Completer(wiring.Component):
     """Complete requests: match responses and unreachable notices against the tag table,
     give timeouts and refusals their completions, one at a time.
@@ -530,7 +500,7 @@ class _Completer(wiring.Component):
     Members
     -------
     i : In(PacketStream(beat_octets)); failed : In(stream.Signature(_Failed()))
-        Response frames; request frames dropped as unroutable (:class:`_FailQueue`).
+        Response frames; request frames dropped as unroutable (:class:`~.engine.FailQueue`).
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
     lookup : Out(_TagRead); release : Out(_TagRelease); busy : In(tags)
         The tag table.

@@ -17,9 +17,10 @@ from ..params import parameters
 from ..stream import PacketStream, BEAT_OCTETS
 from ..wire import ENDPOINT_BITS, HeaderLayout
 from .axi import Axi4Signature, ADDR_WIDTH
-from .engine import CompletionLayout, FAIL_DEPTH_MAX, MESSAGES, MTU, TIMEOUT_CYCLES
+from .engine import CompletionLayout, FAIL_DEPTH_MAX, FailQueue, MESSAGES, MTU, TIMEOUT_CYCLES
 from .rdma_requester_parts import (RDMA_ADDR_BITS, RdmaCommandLayout, RdmaMessageTable,
-                                   RdmaCommandSequencer, RdmaFailQueue, RdmaResponseSequencer)
+                                   RdmaCommandSequencer, RdmaResponseSequencer, failed_entry,
+                                   FailedLayout)
 
 __all__ = ["RdmaRequester", "RdmaCommandLayout", "RDMA_ADDR_BITS"]
 
@@ -72,7 +73,7 @@ class RdmaRequester(wiring.Component):
     :class:`~.rdma_requester_parts.RdmaCommandSequencer` (admission, sending, with the
     :class:`~.rdma_requester_parts.RdmaRequestFramer`), the
     :class:`~.rdma_requester_parts.RdmaMessageTable` (outstanding messages, progress,
-    timeouts), the :class:`~.rdma_requester_parts.RdmaFailQueue` and the
+    timeouts), the :class:`~.engine.FailQueue` and the
     :class:`~.rdma_requester_parts.RdmaResponseSequencer` (responses, completions, with the
     :class:`~.rdma_requester_parts.RdmaResponseCheck`); this block only joins them and counts
     ``axi_errors``.
@@ -142,12 +143,12 @@ class RdmaRequester(wiring.Component):
         m.submodules.tx = tx = RdmaCommandSequencer(W, self.messages, self.mtu, self.addr_width)
         m.submodules.table = table = RdmaMessageTable(self.messages, self.addr_width,
                                                       self.timeout_cycles)
-        m.submodules.fails = fails = RdmaFailQueue(self.fail_depth)
+        m.submodules.fails = fails = FailQueue(FailedLayout(), self.fail_depth, failed_entry)
         m.submodules.rx = rx = RdmaResponseSequencer(W, self.messages, self.addr_width)
 
         forward(m, self, tx, members_of(tx.signature, "local_id", "cmd", "o"))
         forward(m, self, rx, members_of(rx.signature, "i", "cpl"))
-        forward(m, self, fails, members_of(fails.signature, "fail"))
+        wiring.connect(m, wiring.flipped(self.fail), fails.i)
         forward(m, self, table, members_of(table.signature, "outstanding"))
         forward(m, self.m_axi, tx.m_axi)
         forward(m, self.m_axi, rx.m_axi)

@@ -22,13 +22,13 @@ from ..wire import (ENDPOINT_BITS, HeaderLayout, Opcode, Status, VirtualChannel,
 from .axi import Axi4Signature
 from .dma import (AxiReader, AxiWriter, PacketSender, MoveLayout, MAX_PACKET_OCTETS,
                   LENGTH_BITS)
-from .engine import CompletionLayout, CompletionStatus, fail_queue, MSG_BITS, STAMP_BITS
+from .engine import CompletionLayout, CompletionStatus, MSG_BITS, STAMP_BITS
 
 __all__ = ["RDMA_ADDR_BITS", "RdmaCommandLayout", "StaticLayout", "ProgressLayout", "FailedLayout",
            "PacketPositionSignature", "SendingSignature", "RefusalSignature", "OpenSignature",
            "ReleaseSignature", "TouchSignature", "PlaceSignature", "LookupSignature",
            "ScanSignature", "RdmaMessageTable", "RdmaRequestFramer", "RdmaCommandSequencer",
-           "RdmaFailQueue", "RdmaResponseCheck", "RdmaResponseSequencer"]
+           "failed_entry", "RdmaResponseCheck", "RdmaResponseSequencer"]
 
 
 RDMA_ADDR_BITS = dict(RDMA_TH.fields)["addr"]
@@ -449,44 +449,10 @@ class RdmaCommandSequencer(wiring.Component):
         return m
 
 
-class RdmaFailQueue(wiring.Component):
-    """Queue what the requester keeps of the headers of its unroutable packets.
-
-    Each header on ``fail`` (always ready, never held back: spec §9) becomes a
-    :class:`FailedLayout` entry in a FIFO of ``depth``; a header that finds it full is dropped
-    and counted (``fail_overflows``).
-
-    Members
-    -------
-    fail : In(stream.Signature(HeaderLayout()))
-    o : Out(stream.Signature(FailedLayout()))
-    count : Out(Counters)
-        ``fail_overflows``.
-
-    Latency: an entry is valid on ``o`` 2 cycles after its ``fail`` transfer.
-    Throughput: one header per cycle in and out.
-    """
-    COUNTERS = ("fail_overflows",)
-
-    def __init__(self, depth):
-        self.depth = depth
-        super().__init__({
-            "fail": In(stream.Signature(HeaderLayout())),
-            "o": Out(stream.Signature(FailedLayout())),
-            "count": Out(Counters(self.COUNTERS)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        counters = CounterBank(m, self.count)
-        entry = Signal(FailedLayout())
-        head = self.fail.payload
-        m.d.comb += [entry.msg.eq(head.th.rdma.msg), entry.dst.eq(head.oefh.dst),
-                     entry.read.eq(head.th.rdma.opcode == Opcode.READ_REQ),
-                     entry.last.eq(head.th.rdma.last)]
-        queue = fail_queue(m, self.fail, entry, self.depth, counters["fail_overflows"])
-        wiring.connect(m, queue.r_stream, wiring.flipped(self.o))
-        return m
+def failed_entry(head):
+    """The :class:`FailedLayout` entry of a dropped RDMA packet's header."""
+    return {"msg": head.th.rdma.msg, "dst": head.oefh.dst,
+            "read": head.th.rdma.opcode == Opcode.READ_REQ, "last": head.th.rdma.last}
 
 
 class RdmaResponseCheck(wiring.Component):
