@@ -20,7 +20,7 @@ from ..compose import broadcast, forward
 from ..counters import Counters, merge_counters
 from ..link.control import LcwArbiter
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
-from ..link.link_end import LinkEnd, link_counters, link_management
+from ..link.link_end import LinkEnd, link_controls, link_counters
 from ..params import IntRange, Param, parameters
 from ..stream import PacketStream
 from .cbfc_rx import CbfcRx
@@ -66,7 +66,7 @@ class CbfcEnd(wiring.Component):
         LCWs of the layers above (e.g. SEN), sent after the credit LCWs; and every LCW
         received, one per cycle, never waiting.
     enable, replay_timeout, tx_state, rx_state, failed, rtt, rtt_valid
-        As in :class:`LinkEnd` (:func:`~ethlink.rtl.link.link_end.link_management`).
+        As in :class:`LinkEnd` (:func:`~ethlink.rtl.link.link_end.link_controls`).
     rx_credits : In(range(credits + 1))
         Credits advertised per VC at run time, 0: all (set in reset, :class:`CreditReceiver`).
     credits_sent, credit_limit, credits_settled : Out(ArrayLayout(20, vcs))
@@ -104,7 +104,7 @@ class CbfcEnd(wiring.Component):
                               "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs)}
         #: What software sees of the end: link controls and states, credits, counters.
         self.management_members = {
-            **{name: member for name, member in link_management().items() if name != "count"},
+            **link_controls(),
             "rx_credits": In(range(self.credits + 1)),
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs)) for name in _CREDIT_STATE},
             "count": Out(self.counters(vcs, resteer)),
@@ -158,8 +158,7 @@ class CbfcEnd(wiring.Component):
             self.credits_received.eq(rx.received), self.credits_freed.eq(rx.freed),
             self.rx_limit.eq(rx.limit), self.rx_occupancy.eq(rx.occupancy),
         ]
-        forward(m, self, link, {name: member for name, member in link_management().items()
-                                if name != "count"})
+        forward(m, self, link, link_controls())
         forward(m, self.count, link.count, self.link_part())
         forward(m, self.count, tx.count)
         forward(m, self.count, rx.count)

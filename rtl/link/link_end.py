@@ -26,7 +26,7 @@ from .llr_tx import LlrTx, TxState, TIMER_BITS, BUFFER_FRAMES, REPLAY_MAX
 from .mac_rx import MacRx
 from .mac_tx import MacTx, IFG, LCW_IN_FRAME
 
-__all__ = ["LinkEnd", "IDLE_WORD", "link_counters", "link_management"]
+__all__ = ["LinkEnd", "IDLE_WORD", "link_counters", "link_controls", "link_management"]
 
 #: An XGMII word of eight /I/ (what a line carries when nothing is sent or it is down).
 IDLE_WORD = (int.from_bytes(bytes([XgmiiControl.IDLE] * 8), "little"), 0xFF)
@@ -40,9 +40,10 @@ def link_counters():
                           mac_rx=Counters(MacRx.COUNTERS))
 
 
-def link_management():
-    """What software sees of a link end (and what the tops that hold one show): the LLR's
-    controls and states, the measured round trip, the counters."""
+def link_controls():
+    """The LLR's controls and states and the measured round trip: what a link end shows
+    besides its counters (a CBFC end shows these as they are and counts some events its own
+    way)."""
     return {
         "enable": In(1),
         "replay_timeout": In(TIMER_BITS),
@@ -51,8 +52,13 @@ def link_management():
         "failed": Out(1),
         "rtt": Out(RTT_BITS),
         "rtt_valid": Out(1),
-        "count": Out(link_counters()),
     }
+
+
+def link_management():
+    """What software sees of a link end (and what the tops that hold one show):
+    :func:`link_controls` and the counters."""
+    return {**link_controls(), "count": Out(link_counters())}
 
 
 @parameters(buffer_octets=FRAME_BUFFER_OCTETS, buffer_frames=BUFFER_FRAMES,
