@@ -291,10 +291,10 @@ async def tx_to_cocotbext_sink(dut):
     await start(dut)
 
     def safe_seq():
-        # The sink finds the SFD as the first 0xD5: keep it out of Q2/Q3.
+        # The sink finds the SFD as the first 0xD5: keep it out of C, Q1, Q2, Q3.
         while True:
             seq = random_seq(rng)
-            if seq is None or 0xD5 not in preamble(seq)[4:6]:
+            if seq is None or 0xD5 not in preamble(seq)[2:6]:
                 return seq
 
     frames = [{"body": random_body(rng, rng.randrange(0, 400)), "seq": safe_seq(),
@@ -430,23 +430,35 @@ async def rx_good_frames_from_xgmii_source(dut):
 def mangle_start(rng, word):
     """A start word that must not start a frame."""
     data, ctrl = word.data, word.ctrl
-    kind = rng.randrange(5)
+    kind = rng.randrange(3)
     if kind == 0:     # no SFD
         data = data & ~(0xFF << 56) | rng.choice([0x55, 0x00, 0xD4]) << 56
-    elif kind == 1:   # bad preamble octet in lanes 1..3
-        lane = rng.randrange(1, 4)
+    elif kind == 1:   # bad preamble octet in lanes 1..2
+        lane = rng.randrange(1, 3)
         data = data & ~(0xFF << 8 * lane) | rng.choice([0x54, 0x00, 0xD5]) << 8 * lane
-    elif kind == 2:   # unknown class
-        cls = rng.choice([c for c in range(16) if c not in (0x5, 0xE)])
-        data = data & ~(0xF0 << 32) | cls << 36
-    elif kind == 3:   # class 0x5 with Q2/Q3 not 0x55
-        data = data & ~(0xFFFFFF << 32) | 0x55 << 32 | rng.randrange(0x10000) << 40
-        if (data >> 40) & 0xFFFF == 0x5555:
-            data ^= 1 << 40
     else:             # /S/ in lane 4 (a 10G MAC's offset start)
         data = (data << 32 | 0x07070707) & ((1 << 64) - 1)
         ctrl = 0x1F
     return XgmiiWord(data, ctrl)
+
+
+def fail_start_check(rng, seq):
+    """The start word of a frame of seq ``seq`` that fails the v1.1 start check: C wrong (any
+    number of flipped bits), an unknown class, or 1–3 seq bits flipped with C left as it was
+    (the CRC-8 catches any 3 flipped bits; more may pass it, as the spec's CRC allows)."""
+    lanes = bytearray(preamble(seq))
+    kind = rng.randrange(3)
+    if kind == 0:
+        lanes[2] ^= rng.randrange(1, 256)
+    elif kind == 1:
+        cls = rng.choice([c for c in range(16) if c not in (0x5, 0xE)])
+        lanes[3] = cls << 4 | lanes[3] & 0xF
+    else:
+        flips = sum(1 << bit for bit in rng.sample(range(20), rng.randrange(1, 4)))
+        lanes[3] ^= flips >> 16
+        lanes[4] ^= flips >> 8 & 0xFF
+        lanes[5] ^= flips & 0xFF
+    return XgmiiWord.from_lanes([(XgmiiControl.START, 1)] + [(o, 0) for o in lanes])
 
 
 def rx_word_stream(rng, items, max_body=MAX_BODY_OCTETS):
@@ -477,6 +489,10 @@ def rx_word_stream(rng, items, max_body=MAX_BODY_OCTETS):
             fw = with_lcws(fw) + [rand_lcw(rng)]
         elif kind == "bad_start":
             fw[0] = mangle_start(rng, fw[0])
+        elif kind == "start_check":
+            seq = rng.randrange(1 << 20)
+            fw = frame_words(random_body(rng, rng.randrange(0, 120)), seq)[0]
+            fw[0] = fail_start_check(rng, seq)
         elif kind == "error_char":
             n = rng.randrange(1, len(fw))
             lane = rng.randrange(8)
@@ -525,7 +541,7 @@ def raw_frame(octets_after_start):
     return [XgmiiWord.from_lanes(lanes[i:i + 8]) for i in range(0, len(lanes), 8)]
 
 
-RX_KINDS = ["good", "lcw", "bad_start", "error_char", "truncated_idle", "truncated_start",
+RX_KINDS = ["good", "lcw", "bad_start", "start_check", "error_char", "truncated_idle", "truncated_start",
             "bad_lcw_in_frame", "too_long", "fcs", "runt"]
 
 

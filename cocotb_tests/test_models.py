@@ -23,6 +23,8 @@ from ethlink.sim.models import (
     header_value, llr_ack, llr_nack, ls_entropy, make_lcw, parse_lcw, random_frame,
     select_port, sen, truncated, with_bad_opcode, with_bad_size, with_bad_version,
 )
+from ethlink.sim.models.lcw import start_check
+from ethlink.sim.models.mac import preamble
 from ethlink.sim.scapy_layers import (
     DLT_USER0, LsTH, OEFH as OefhLayer, RdmaTH, dissect, write_pcap,
 )
@@ -380,6 +382,51 @@ def test_cli_decode_then_encode(capsys, monkeypatch):
         monkeypatch.setattr("sys.stdin", io.StringIO(capsys.readouterr().out))
         assert run_frame_command(["encode"]) == 0
         assert capsys.readouterr().out.strip() == frame.to_bytes().hex()
+
+
+def xgmii_expected(start_lanes, frame):
+    """The words of ``frame`` (body + FCS) after the start word ``start_lanes`` (8 octets, lane
+    0 first), built from spec §5: the octets, /T/ (0xFD), /I/ (0x07) to the end of the word."""
+    octets = start_lanes + frame + b"\xfd"
+    ctrl = [1] + [0] * (len(octets) - 2) + [1]
+    octets += b"\x07" * (-len(octets) % 8)
+    ctrl += [1] * (len(octets) - len(ctrl))
+    return [{"data": octets[i:i + 8].hex(),
+             "ctrl": f"{sum(c << j for j, c in enumerate(ctrl[i:i + 8])):02x}"}
+            for i in range(0, len(octets), 8)]
+
+
+@pytest.mark.parametrize("argv, start", [
+    # Ref: spec v1.1 §5 — the whole start word of seq 0x12345 is fb 55 55 e8 e1 23 45 d5.
+    (["--seq", "0x12345"], "fb 55 55 e8 e1 23 45 d5"),
+    (["--seq", "1"], "fb 55 55 c9 e0 00 01 d5"),
+    ([], "fb 55 55 55 55 55 55 d5"),
+])
+def test_cli_encode_xgmii(capsys, monkeypatch, argv, start):
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(LOAD_REQ.to_json_dict())))
+    assert run_frame_command(["encode", "--xgmii", *argv]) == 0
+    words = json.loads(capsys.readouterr().out)
+    assert words == xgmii_expected(bytes.fromhex(start), LOAD_REQ_VECTOR)
+    assert words[0]["ctrl"] == "01" and words[-1]["ctrl"] == "fc"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seq", "3"], "--seq needs --xgmii"),
+])
+def test_cli_encode_xgmii_errors(capsys, monkeypatch, argv, message):
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(LOAD_REQ.to_json_dict())))
+    assert run_frame_command(["encode", *argv]) == 1
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("q, c", [
+    # Ref: spec v1.1 §5 vectors (Q1 Q2 Q3 -> C).
+    ("e0 00 00", 0xCE), ("e0 00 01", 0xC9), ("e1 23 45", 0xE8), ("ef ff ff", 0xAD),
+])
+def test_start_check_vectors(q, c):
+    assert start_check(bytes.fromhex(q)) == c
+    seq = int.from_bytes(bytes.fromhex(q), "big") & 0xFFFFF
+    assert preamble(seq) == bytes([0x55, 0x55, c]) + bytes.fromhex(q) + b"\xd5"
 
 
 @pytest.mark.parametrize("text, message", [

@@ -96,7 +96,7 @@ def test_control_word_fields():
     lcw = lcw_word(llr_ack(0x12345))
     assert lcw == XgmiiWord(0x0A0000503412015C, 0x01)
     assert encode_word(lcw) == (False, 0xA | 0x0A0000503412_01 << 4, 60)
-    assert encode_word(start_word(seq=0x12345)) == (False, 0x9 | 0xD54523E1555555 << 4, 60)
+    assert encode_word(start_word(seq=0x12345)) == (False, 0x9 | 0xD54523E1E85555 << 4, 60)
     assert encode_word(term_word(b"\x36\xd9")) == (False, 0x2 | 0xD936 << 4, 60)
     assert encode_word(term_word(b"")) == (False, 0x0, 60)
     assert encode_word(IDLE_WORD) == (False, 0x8, 60)

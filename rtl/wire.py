@@ -243,9 +243,11 @@ class FrameClass(enum.IntEnum, shape=4):
 PREAMBLE_OCTET = 0x55
 SFD = 0xD5
 
-#: The seven octets after /S/ in a start word: ``P P P Q1 Q2 Q3 SFD``.
+#: The seven octets after /S/ in a start word: ``P P C Q1 Q2 Q3 SFD`` (spec v1.1 §5). ``c`` is
+#: the start-word check: CRC-8 (the LCW's: poly 0x07, init 0) of Q1 Q2 Q3 for class 0xE, 0x55
+#: (unchecked) for class 0x5.
 PREAMBLE = WireFormat("PREAMBLE", 7, (
-    ("p0", 8), ("p1", 8), ("p2", 8), ("cls", 4), ("seq", SEQ_BITS), ("sfd", 8),
+    ("p0", 8), ("p1", 8), ("c", 8), ("cls", 4), ("seq", SEQ_BITS), ("sfd", 8),
 ))
 
 

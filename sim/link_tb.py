@@ -199,7 +199,7 @@ class LinkPairTB(TB):
                  "count_acks_received", "count_frames_received", "count_bad_frames",
                  "count_duplicates", "count_seq_errors", "count_discarded", "count_overflows",
                  "count_mac_tx_underruns", "count_mac_tx_aborts", "count_mac_rx_bad_starts",
-                 "count_mac_rx_truncated")
+                 "count_mac_rx_start_check_errors", "count_mac_rx_truncated")
         return "; ".join(f"{end}: " + ", ".join(
             f"{n.removeprefix('count_')}={ports.value(n)}" for n in names)
             for end, ports in zip("ab", self.ends()))

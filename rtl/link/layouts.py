@@ -66,7 +66,7 @@ class MacTxUserLayout(data.StructLayout):
     """Start-word fields of a frame for :class:`MacTx`, read on its first beat only.
 
     ``sequenced`` selects class 0xE (sequenced; ``seq`` goes into Q1…Q3) or 0x5 (unsequenced;
-    Q1…Q3 = 0x55 0x55 0x55 as in a plain Ethernet preamble) (spec §5).
+    C Q1…Q3 = 0x55 0x55 0x55 0x55 as in a plain Ethernet preamble) (spec v1.1 §5).
     """
     def __init__(self):
         super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1)})

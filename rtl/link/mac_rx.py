@@ -31,11 +31,16 @@ class MacRx(wiring.Component):
 
     Behaviour (Ref: spec §4, §5):
 
-    * A frame starts only on a word with ``/S/`` in lane 0, lanes 1…7 data, ``55 55 55`` in
-      lanes 1…3, a known class in Q1 (0xE, or 0x5 with Q1…Q3 = ``55 55 55``) and the SFD 0xD5
-      in lane 7. Any other word holding ``/S/`` (in any lane) is a bad start
-      (``count_bad_starts``): nothing is delivered and the words up to the next control word
-      (other than an LCW) are ignored.
+    * A frame starts only on a word with ``/S/`` in lane 0, lanes 1…7 data, ``55 55`` in
+      lanes 1…2 and the SFD 0xD5 in lane 7. Any other word holding ``/S/`` (in any lane) is a
+      bad start (``count_bad_starts``): nothing is delivered and the words up to the next
+      control word (other than an LCW) are ignored.
+    * **Start check (spec v1.1 §5).** Class 0x5 in Q1 opens an unsequenced frame (C in lane
+      3 is not checked). Any other class opens a sequenced frame (``user.sequenced``,
+      ``user.seq`` = Q1[3:0] Q2 Q3) that is good only if the class is 0xE and C = CRC-8(Q1
+      Q2 Q3); otherwise the frame is received to its end and bad like an
+      FCS error (``count_start_check_errors``), so the LLR never acts on a seq it cannot
+      trust: it NACKs or drops the frame as it would one with a bad FCS.
     * Inside a frame: all-data words are frame octets; a ``/T/`` word (data lanes, ``/T/``,
       ``/I/`` to the end) ends it; an LCW word (0x5C control in lane 0, lanes 1…7 data) is
       taken out and the frame continues on the next word. Any other word ends the frame as bad:
@@ -44,7 +49,7 @@ class MacRx(wiring.Component):
       new ``/S/`` in lane 0 also starts the next frame.
     * A frame ended by ``/T/`` is, in this order: a runt (fewer than 4 octets,
       ``count_runts``), too long (more than ``max_body_octets`` body octets,
-      ``count_too_long``), an FCS error (``count_fcs_errors``; checked by the CRC-32 residue
+      ``count_too_long``), a failed start check (``count_start_check_errors``), an FCS error (``count_fcs_errors``; checked by the CRC-32 residue
       over body and FCS, so the FCS position is not needed), or good (``count_frames``,
       ``count_octets``). A frame is known to be too long as soon as its octets exceed
       ``max_body_octets`` + 4: its last beat goes out at once and the rest is ignored.
@@ -64,12 +69,13 @@ class MacRx(wiring.Component):
     rxd, rxc : In(64), In(8)
         The received XGMII word, lane i in ``rxd[8i+7:8i]``, control flag ``rxc[i]``.
     o : Out(stream.Signature(MacRxFrameLayout()))
-        Frame bodies, 8 octets per beat; ``user.seq``/``user.sequenced`` (class 0xE; 0 for
-        class 0x5) on every beat, ``user.error`` on the last beat.
+        Frame bodies, 8 octets per beat; ``user.seq``/``user.sequenced`` (0 for an
+        unsequenced frame) on every beat, ``user.error`` on the last beat.
     lcw : Out(stream.Signature(LcwLayout()))
         Received LCWs with a good crc8.
     count : Out(Counters)
-        ``frames``, ``octets`` (body octets of good frames), ``bad_starts``, ``fcs_errors``,
+        ``frames``, ``octets`` (body octets of good frames), ``bad_starts``,
+        ``start_check_errors``, ``fcs_errors``,
         ``error_chars``, ``truncated``, ``too_long``, ``runts``, ``lcws``,
         ``lcw_crc_errors``, ``overruns``, ``lcw_overruns``. Saturating;
         ``octets`` catches up 1 cycle after ``frames``.
@@ -86,8 +92,9 @@ class MacRx(wiring.Component):
     ``/S/`` right after the ``/T/`` word); at most one ``o`` beat per cycle.
     """
 
-    COUNTERS = ("frames", "octets", "bad_starts", "fcs_errors", "error_chars", "truncated",
-                "too_long", "runts", "lcws", "lcw_crc_errors", "overruns", "lcw_overruns")
+    COUNTERS = ("frames", "octets", "bad_starts", "start_check_errors", "fcs_errors",
+                "error_chars", "truncated", "too_long", "runts", "lcws", "lcw_crc_errors",
+                "overruns", "lcw_overruns")
 
     def __init__(self, max_body_octets=MAX_BODY_OCTETS):
         self._max = max_body_octets
@@ -127,7 +134,7 @@ def WordKind():
     """What the word on rxd/rxc is, this cycle (:class:`XgmiiClassifier`)."""
     return wiring.Signature({
         "is_data": Out(1), "is_lcw": Out(1), "has_error": Out(1), "has_start": Out(1),
-        "good_start": Out(1), "sequenced": Out(1), "seq": Out(SEQ_BITS),
+        "good_start": Out(1), "sequenced": Out(1), "start_ok": Out(1), "seq": Out(SEQ_BITS),
         "is_term": Out(1), "term_lane": Out(range(8)),
     })
 
@@ -142,10 +149,12 @@ def FcsCheckRequest():
 
 def FrameEndRequest(octets_shape):
     """Ask :class:`FrameVerdict` about a frame ended by /T/ (second stage): ``valid`` the frame
-    ends this cycle, its checks ``runt``, ``too_long`` and ``fcs_ok``, its body ``octets`` out;
-    ``error`` (the frame is bad; meaningful with ``valid``) back in the same cycle."""
+    ends this cycle, its checks ``runt``, ``too_long``, ``start_ok`` and ``fcs_ok``, its body
+    ``octets`` out; ``error`` (the frame is bad; meaningful with ``valid``) back in the same
+    cycle."""
     return wiring.Signature({"valid": Out(1), "runt": Out(1), "too_long": Out(1),
-                             "fcs_ok": Out(1), "octets": Out(octets_shape), "error": In(1)})
+                             "start_ok": Out(1), "fcs_ok": Out(1), "octets": Out(octets_shape),
+                             "error": In(1)})
 
 
 def _octets_shape(max_body_octets):
@@ -162,8 +171,9 @@ class XgmiiClassifier(wiring.Component):
     ``is_data``: all lanes data. ``is_lcw``: 0x5C control in lane 0, lanes 1…7 data.
     ``has_error``/``has_start``: /E/ or /S/ in any control lane. ``is_term``: /T/ in lane
     ``term_lane``, data before it and /I/ after it. ``good_start``: the start word of a frame,
-    ``/S/ 55 55 55 Q1 Q2 Q3 D5`` with a known class in Q1; ``sequenced`` (class 0xE) and
-    ``seq`` (Q1[3:0] Q2 Q3, 0 unless sequenced) read from it (Ref: spec §5, §7).
+    ``/S/ 55 55 C Q1 Q2 Q3 D5``; ``sequenced`` (Q1's class not 0x5), ``seq`` (Q1[3:0] Q2 Q3,
+    0 unless sequenced) and ``start_ok`` (class 0x5, or class 0xE and C = CRC-8 of Q1…Q3)
+    read from it (Ref: spec v1.1 §5, §7).
 
     Members
     -------
@@ -195,17 +205,21 @@ class XgmiiClassifier(wiring.Component):
                 match &= d[j] == XgmiiControl.IDLE
             with m.If(match):
                 m.d.comb += [is_term.eq(1), t_lane.eq(t)]
-        q1_class = d[4][4:8]
-        sequenced = q1_class == FrameClass.SEQUENCED
-        plain = (d[4] == PREAMBLE_OCTET) & (d[5] == PREAMBLE_OCTET) & (d[6] == PREAMBLE_OCTET)
-        # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, class 0xE (sequenced) or 0x5 (unsequenced).
+        plain = d[4][4:8] == FrameClass.UNSEQUENCED
+        # Ref: spec v1.1 §5 — C = CRC-8 over Q1 Q2 Q3 (the LCW's CRC, a 24-bit XOR network).
+        crc8 = OctetCrc(CRC8_SMBUS, 3)
+        q_crc = crc8.next_state(m, Const(crc8.initial, 8), Cat(d[4], d[5], d[6]), 3,
+                                "start_check")
+        class_ok = d[4][4:8] == FrameClass.SEQUENCED
+        # Ref: spec §5 — /S/ P P C Q1 Q2 Q3 SFD; a class other than 0x5 is a sequenced frame,
+        # trusted only with class 0xE and a good C.
         m.d.comb += [
             w.good_start.eq((self.rxc == 0x01) & (d[0] == XgmiiControl.START)
                             & (d[1] == PREAMBLE_OCTET) & (d[2] == PREAMBLE_OCTET)
-                            & (d[3] == PREAMBLE_OCTET) & (d[7] == SFD)
-                            & (sequenced | plain)),
-            w.sequenced.eq(sequenced),
-            w.seq.eq(Mux(sequenced, Cat(d[6], d[5], d[4][0:4]), 0)),
+                            & (d[7] == SFD)),
+            w.sequenced.eq(~plain),
+            w.start_ok.eq(plain | (class_ok & (crc8.output(q_crc) == d[3]))),
+            w.seq.eq(Mux(plain, 0, Cat(d[6], d[5], d[4][0:4]))),
             w.is_term.eq(is_term),
             w.term_lane.eq(t_lane),
         ]
@@ -346,6 +360,7 @@ class MacRxFramer(wiring.Component):
         delivered = Signal(name="delivered")        # a beat of this frame went out
         seq = Signal(20, name="frame_seq")
         seq_valid = Signal(name="frame_sequenced")
+        start_ok = Signal(name="frame_start_ok")
         # Frame end, second stage: the /T/ word was on rxd in the previous cycle; its FCS check
         # and the last beat are done now.
         end_valid = Signal(name="end_valid")
@@ -362,6 +377,7 @@ class MacRxFramer(wiring.Component):
         crc_next = self.fcs.next
         m.d.comb += [self.end.valid.eq(end_valid), self.end.runt.eq(end_runt),
                      self.end.too_long.eq(end_too_long), self.end.fcs_ok.eq(self.fcs.ok),
+                     self.end.start_ok.eq(start_ok),
                      self.end.octets.eq(end_octets)]
 
         # What goes on `o` next cycle.
@@ -442,7 +458,8 @@ class MacRxFramer(wiring.Component):
                 m.d.sync += [state.eq(FRAME), cnt.eq(0), no_room.eq(8 > limit),
                              crc.eq(fcs.initial),
                              held_valid.eq(0), delivered.eq(0),
-                             seq.eq(w.seq), seq_valid.eq(w.sequenced)]
+                             seq.eq(w.seq), seq_valid.eq(w.sequenced),
+                             start_ok.eq(w.start_ok)]
             with m.Else():
                 counters["bad_starts"].increment(m, 1)
                 m.d.sync += state.eq(DROP)
@@ -458,20 +475,21 @@ class MacRxFramer(wiring.Component):
 class FrameVerdict(wiring.Component):
     """Judge and count a frame ended by /T/, in its second stage.
 
-    In order: a runt (fewer than 4 octets), too long, an FCS error, or good (``frames``, and
-    its body ``octets``); ``error`` is high for all but a good frame.
+    In order: a runt (fewer than 4 octets), too long, a failed start check, an FCS error, or
+    good (``frames``, and its body ``octets``); ``error`` is high for all but a good frame.
 
     Members
     -------
     end : In(FrameEndRequest)
     count : Out(Counters)
-        ``frames``, ``octets``, ``runts``, ``fcs_errors`` (``too_long`` is the framer's).
+        ``frames``, ``octets``, ``runts``, ``start_check_errors``, ``fcs_errors``
+        (``too_long`` is the framer's).
 
     Latency: ``error`` is combinational; ``octets`` is added one cycle after ``frames``
     (registered first: keeps the octet adder off the FCS check's path).
     Throughput: one frame end per cycle.
     """
-    COUNTERS = ("frames", "octets", "fcs_errors", "runts")
+    COUNTERS = ("frames", "octets", "start_check_errors", "fcs_errors", "runts")
 
     def __init__(self, max_body_octets):
         super().__init__({"end": In(FrameEndRequest(_octets_shape(max_body_octets))),
@@ -485,11 +503,13 @@ class FrameVerdict(wiring.Component):
         octets_add = Signal.like(end.octets, name="octets_add")
         m.d.sync += octets_en.eq(0)
         counters["octets"].add(m, octets_add, octets_en)
-        error = end.runt | end.too_long | ~end.fcs_ok
+        error = end.runt | end.too_long | ~end.start_ok | ~end.fcs_ok
         m.d.comb += end.error.eq(error)
         with m.If(end.valid):
             counters["runts"].increment(m, end.runt)
-            counters["fcs_errors"].increment(m, ~end.runt & ~end.too_long & ~end.fcs_ok)
+            length_ok = ~end.runt & ~end.too_long
+            counters["start_check_errors"].increment(m, length_ok & ~end.start_ok)
+            counters["fcs_errors"].increment(m, length_ok & end.start_ok & ~end.fcs_ok)
             counters["frames"].increment(m, ~error)
             m.d.sync += [octets_en.eq(~error), octets_add.eq(end.octets)]
         return m

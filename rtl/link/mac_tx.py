@@ -74,9 +74,10 @@ class MacTx(wiring.Component):
 
     Behaviour (Ref: spec §4, §5):
 
-    * A frame is sent as the start word ``/S/ 55 55 55 Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only;
-      Q1 = {class, seq[19:16]}, Q2 = seq[15:8], Q3 = seq[7:0], class 0xE when
-      ``user.sequenced`` of the first beat is set, else 0x5 with Q1…Q3 = ``55 55 55``), the body
+    * A frame is sent as the start word ``/S/ 55 55 C Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only;
+      Q1 = {class, seq[19:16]}, Q2 = seq[15:8], Q3 = seq[7:0], C = CRC-8 of Q1…Q3, class 0xE
+      when ``user.sequenced`` of the first beat is set, else 0x5 with C Q1…Q3 = ``55 55 55
+      55``), the body
       octets, the FCS (IEEE CRC-32 of the body, least significant octet first), then ``/T/`` in
       whatever lane follows, ``/I/`` to the end of that word.
     * From ``/T/`` (inclusive) to the next ``/S/`` (exclusive) there are at least ``ifg``
@@ -186,9 +187,9 @@ def TailRequest():
 class StartWord(wiring.Component):
     """Build a frame's start word from its first beat's ``user``.
 
-    ``/S/ 55 55 55 Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only): Q1 = {class, seq[19:16]}, Q2 =
-    seq[15:8], Q3 = seq[7:0], class 0xE when ``sequenced``, else 0x5 and Q1…Q3 = ``55 55 55``
-    (Ref: spec §5, §7).
+    ``/S/ 55 55 C Q1 Q2 Q3 D5`` (``/S/`` in lane 0 only): Q1 = {class, seq[19:16]}, Q2 =
+    seq[15:8], Q3 = seq[7:0] and C = CRC-8 of Q1…Q3, class 0xE when ``sequenced``; else
+    class 0x5 and C Q1 Q2 Q3 = ``55 55 55 55`` (Ref: spec v1.1 §5, §7).
 
     Members
     -------
@@ -207,9 +208,14 @@ class StartWord(wiring.Component):
                  PREAMBLE_OCTET)
         q2 = Mux(user.sequenced, seq[8:16], PREAMBLE_OCTET)
         q3 = Mux(user.sequenced, seq[0:8], PREAMBLE_OCTET)
-        # Ref: spec §5 — /S/ P P P Q1 Q2 Q3 SFD, /S/ in lane 0.
+        # Ref: spec v1.1 §5 — C: the LCW's CRC-8 over Q1 Q2 Q3 (a 24-bit XOR network).
+        crc8 = OctetCrc(CRC8_SMBUS, 3)
+        q_crc = crc8.next_state(m, Const(crc8.initial, crc8.width), Cat(q1, q2, q3), 3,
+                                "start_check")
+        check = Mux(user.sequenced, crc8.output(q_crc), PREAMBLE_OCTET)
+        # Ref: spec §5 — /S/ P P C Q1 Q2 Q3 SFD, /S/ in lane 0.
         start_d, start_c = _word([_ctl(XgmiiControl.START)]
-                                 + [(Const(PREAMBLE_OCTET, 8), 0)] * 3
+                                 + [(Const(PREAMBLE_OCTET, 8), 0)] * 2 + [(check, 0)]
                                  + [(q1, 0), (q2, 0), (q3, 0), (Const(SFD, 8), 0)])
         m.d.comb += [self.io.word.data.eq(start_d), self.io.word.ctrl.eq(start_c)]
         return m

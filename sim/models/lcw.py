@@ -10,7 +10,7 @@ from amaranth.lib.crc.catalog import CRC8_SMBUS
 from ...rtl.wire import LCW, LCW_PAYLOADS, LcwType
 
 __all__ = [
-    "crc8", "encode_lcw", "decode_lcw", "make_lcw", "parse_lcw",
+    "crc8", "start_check", "encode_lcw", "decode_lcw", "make_lcw", "parse_lcw",
     "llr_ack", "llr_nack", "credit_update", "sen",
 ]
 
@@ -25,6 +25,12 @@ _CRC_COVERED = LCW.octets - LCW.offsets()["crc8"][1] // 8
 def crc8(data):
     """CRC-8 of the octets ``data`` (``crc8(b"123456789") == 0xF4``)."""
     return _CRC8.compute(bytes(data))
+
+
+def start_check(q_octets):
+    """The start word's check C of a sequenced frame: the same CRC-8 over Q1 Q2 Q3 (spec v1.1
+    §5; ``start_check(bytes.fromhex("e12345")) == 0xE8``)."""
+    return crc8(q_octets)
 
 
 def encode_lcw(lcw_type, payload):

@@ -9,9 +9,13 @@ and LCWs (type, payload, crc_ok) — and its counters.
 
 Receiver rules (the contract of ``MacRx``, docs/mac.md):
 
-* a frame starts on a word with ``/S/`` in lane 0, lanes 1…7 data, ``55 55 55``, a known class
-  (0xE, or 0x5 with Q1…Q3 = ``55 55 55``) and the SFD in lane 7; any other word with ``/S/``
-  (in any lane) is a bad start and the words up to the next control word are ignored;
+* a frame starts on a word with ``/S/`` in lane 0, lanes 1…7 data, ``55 55`` in lanes 1–2 and
+  the SFD in lane 7; any other word with ``/S/`` (in any lane) is a bad start and the words up
+  to the next control word are ignored;
+* class 0x5 in Q1 opens an unsequenced frame (C not checked); any other class opens a
+  sequenced frame (seq from Q1…Q3), which fails its start check (v1.1) unless the class is
+  0xE and C = CRC-8(Q1 Q2 Q3) — it is then received to its end and bad like an FCS error
+  (``start_check_errors``), so the LLR never trusts its seq;
 * inside a frame, an LCW word (0x5C in lane 0, control only in lane 0) is taken out and the
   frame continues; all-data words are frame octets; a ``/T/`` word (data lanes, ``/T/``, then
   ``/I/``) ends the frame; a word with ``/E/`` ends it as ``error_chars``; any other word ends
@@ -19,7 +23,8 @@ Receiver rules (the contract of ``MacRx``, docs/mac.md):
   the next frame);
 * a frame ended by ``/T/`` is a ``runt`` with fewer than 4 octets, ``too_long`` with more than
   ``max_body_octets`` body octets (decided as soon as the count is exceeded; the rest of it up
-  to the next control word is ignored), else ``fcs`` if its FCS fails, else good.
+  to the next control word is ignored), else ``start_check_errors`` if its start check
+  failed, else ``fcs`` if its FCS fails, else good.
 """
 
 import math
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 
 from ...rtl.wire import MAX_BODY_OCTETS, PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl
 from .frame import FCS_OCTETS, fcs
-from .lcw import decode_lcw, encode_lcw
+from .lcw import decode_lcw, encode_lcw, start_check
 from .transcode import IDLE_WORD, XgmiiWord
 
 __all__ = [
@@ -41,8 +46,8 @@ S, T, E, I, LCW = (XgmiiControl.START, XgmiiControl.TERMINATE, XgmiiControl.ERRO
 SEQ_MASK = (1 << 20) - 1
 
 #: Counter names of the receiver, as the RTL exports them (``count_<name>``).
-RX_COUNTERS = ("frames", "octets", "bad_starts", "fcs_errors", "error_chars", "truncated",
-               "too_long", "runts", "lcws", "lcw_crc_errors")
+RX_COUNTERS = ("frames", "octets", "bad_starts", "start_check_errors", "fcs_errors",
+               "error_chars", "truncated", "too_long", "runts", "lcws", "lcw_crc_errors")
 
 #: The word that ends a frame early: /E/ in lane 0, /T/ in lane 1, /I/ after (all control).
 ABORT_WORD = XgmiiWord.from_lanes([(E, 1), (T, 1)] + [(I, 1)] * 6)
@@ -80,14 +85,16 @@ class RxLcw:
 
 
 def preamble(seq=None):
-    """The seven octets after /S/: ``P P P Q1 Q2 Q3 SFD``."""
-    # Ref: spec §5 — Q1 = {class, seq[19:16]}, Q2 = seq[15:8], Q3 = seq[7:0]; class 0x5
-    # (unsequenced) reads as a plain Ethernet preamble.
+    """The seven octets after /S/: ``P P C Q1 Q2 Q3 SFD``."""
+    # Ref: spec §5 — Q1 = {class, seq[19:16]}, Q2 = seq[15:8], Q3 = seq[7:0]; C = CRC-8 of
+    # Q1..Q3 (v1.1); class 0x5 (unsequenced, C = 0x55) reads as a plain Ethernet preamble.
     if seq is None:
         q = [PREAMBLE_OCTET] * 3
+        check = PREAMBLE_OCTET
     else:
         q = [(FrameClass.SEQUENCED << 4) | (seq >> 16 & 0xF), seq >> 8 & 0xFF, seq & 0xFF]
-    return bytes([PREAMBLE_OCTET] * 3 + q + [SFD])
+        check = start_check(bytes(q))
+    return bytes([PREAMBLE_OCTET] * 2 + [check] + q + [SFD])
 
 
 def encode_frame(body, seq=None):
@@ -158,17 +165,19 @@ def _lanes(word):
 
 
 def _start(lanes):
-    """``(seq, sequenced)`` of a good start word, else ``None``."""
+    """``(seq, sequenced, check_ok)`` of a start word, else ``None`` (a bad start)."""
     if [c for _, c in lanes] != [1] + [0] * 7 or lanes[0][0] != S:
         return None
     o = [d for d, _ in lanes]
-    if o[1:4] != [PREAMBLE_OCTET] * 3 or o[7] != SFD:
+    if o[1:3] != [PREAMBLE_OCTET] * 2 or o[7] != SFD:
         return None
-    if o[4] >> 4 == FrameClass.SEQUENCED:
-        return ((o[4] & 0xF) << 16) | (o[5] << 8) | o[6], True
-    if o[4:7] == [PREAMBLE_OCTET] * 3:
-        return 0, False
-    return None
+    q = o[4:7]
+    if q[0] >> 4 == FrameClass.UNSEQUENCED:
+        return 0, False, True
+    # Ref: spec v1.1 §5 — any other class belongs to the LLR; the frame is good only as class
+    # 0xE with C = CRC-8(Q1..Q3), else it is bad like one with a bad FCS.
+    seq = ((q[0] & 0xF) << 16) | (q[1] << 8) | q[2]
+    return seq, True, q[0] >> 4 == FrameClass.SEQUENCED and o[3] == start_check(bytes(q))
 
 
 def _term_lane(lanes):
@@ -190,9 +199,11 @@ def decode_xgmii(words, max_body_octets=MAX_BODY_OCTETS):
     state = "idle"            # idle, frame, drop
     octets = bytearray()
     seq = sequenced = None
+    check_ok = True
 
     def end(cause):
-        body = bytes(octets[:-FCS_OCTETS]) if cause in (None, "fcs", "too_long") \
+        body = bytes(octets[:-FCS_OCTETS]) \
+            if cause in (None, "fcs", "too_long", "start_check_errors") \
             and len(octets) >= FCS_OCTETS else bytes(octets)
         if cause is None:
             counters["frames"] += 1
@@ -227,6 +238,8 @@ def decode_xgmii(words, max_body_octets=MAX_BODY_OCTETS):
                     end("runts")
                 elif len(octets) - FCS_OCTETS > max_body_octets:
                     end("too_long")
+                elif not check_ok:
+                    end("start_check_errors")
                 elif bytes(octets[-FCS_OCTETS:]) != fcs(octets[:-FCS_OCTETS]):
                     end("fcs")
                 else:
@@ -243,7 +256,7 @@ def decode_xgmii(words, max_body_octets=MAX_BODY_OCTETS):
                 counters["bad_starts"] += 1
                 state = "drop"
             else:
-                seq, sequenced = start
+                seq, sequenced, check_ok = start
                 octets = bytearray()
                 state = "frame"
         elif state == "drop" and any(ctrl):

@@ -28,7 +28,7 @@ from ...rtl.wire import (
     PREAMBLE, PREAMBLE_OCTET, SFD, FecWordType, FrameClass, LcwType, XgmiiControl,
 )
 from .frame import random_frame
-from .lcw import credit_update, llr_ack, make_lcw, sen
+from .lcw import credit_update, llr_ack, make_lcw, sen, start_check
 
 __all__ = [
     "XgmiiWord", "IDLE_WORD", "ERROR_WORD", "WORDS_PER_BLOCK", "BLOCK_BITS",
@@ -257,8 +257,11 @@ def decode_symbols(symbols, uncorrectable=False):
 # --- realistic XGMII word sequences (spec §5) ----------------------------------------------------
 
 def start_word(cls=FrameClass.SEQUENCED, seq=0):
-    """``/S/ P P P Q1 Q2 Q3 SFD`` for frame class ``cls`` and LLR sequence number ``seq``."""
-    preamble = PREAMBLE.pack(p0=PREAMBLE_OCTET, p1=PREAMBLE_OCTET, p2=PREAMBLE_OCTET,
+    """``/S/ P P C Q1 Q2 Q3 SFD`` for frame class ``cls`` and LLR sequence number ``seq``
+    (C: CRC-8 of Q1..Q3 for class 0xE, else 0x55; spec v1.1 §5)."""
+    q = PREAMBLE.pack(p0=0, p1=0, c=0, cls=cls, seq=seq, sfd=0)[3:6]
+    check = start_check(q) if cls == FrameClass.SEQUENCED else PREAMBLE_OCTET
+    preamble = PREAMBLE.pack(p0=PREAMBLE_OCTET, p1=PREAMBLE_OCTET, c=check,
                              cls=cls, seq=seq, sfd=SFD)
     return XgmiiWord.from_lanes([(XgmiiControl.START, 1)] + [(o, 0) for o in preamble])
 
