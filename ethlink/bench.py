@@ -712,8 +712,9 @@ def ls_round_trip_floor(line_delay, memory_cycles, size_octets=64, word_octets=8
     The terms are in series, none overlapping: the whole LOAD_REQ frame is serialised and
     crosses the line before the target reads (no speculative read from the TH), and the
     LOAD_RSP leaves once the memory has answered (no header sent ahead of the data); each
-    frame counts all its words, the last one taken off the line at the end of its cycle; no
-    register stage beyond those (docs/nic.md, "The round-trip floor")."""
+    frame counts all its words, and what it starts begins the cycle after its last word came
+    off the line (one register stage per frame, at its receiver; none elsewhere). docs/nic.md,
+    "The round-trip floor"."""
     terms = {"request_words": ls_wire_words(0, word_octets), "line_a_to_b": line_delay,
              "memory": memory_cycles,
              "response_words": ls_wire_words(size_octets, word_octets),
@@ -858,7 +859,8 @@ def run_nic_pair(scenario):
 
 def run_ls_under_rdma(scenario):
     """The ``ls_under_rdma`` bench of the NIC pair; returns its result with the load latencies
-    summarised (min, p50, p99, max, mean) and the RDMA payload octets per cycle."""
+    summarised (min, p50, p99, max, mean) and the RDMA payload octets per cycle of both
+    engines together from the first WRITE to the last completion."""
     from .sim.demo import percentiles
     from .sim.nic_pair_tb import PAIR_PARAMS
     from .sim.runner import run_bench
