@@ -1,7 +1,8 @@
 """``ethlink bench nic --no-synth`` with few requests per run: every run agrees with the golden
 model, the measured latencies are the ones the blocks state, and the throughput table is
 complete and plausible (the data phase runs at one beat per cycle, so a larger access moves
-more octets per cycle), and the RDMA goodput of every message size is measured."""
+more octets per cycle), the RDMA goodput of every message size is measured, the round-trip
+floor is the spec's sum, and loads under RDMA complete while the DMA engines run flat out."""
 
 import json
 
@@ -16,13 +17,24 @@ KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_re
         "target_throughput", "data_mismatches", "reachability_latency_cycles",
         "failover_cycles", "rdma_goodput_by_size", "ecp5", "tx_latency_cycles",
         "rx_latency_cycles",
-        "ls_round_trip_cycles")
+        "ls_round_trip_cycles", "ls_round_trip_floor_cycles", "ls_p50_under_rdma_cycles",
+        "ls_p99_under_rdma_cycles")
+
+#: RDMA payload octets per cycle each way that count as the DMA engines running flat out. The
+#: two ports' lines could carry 2 × 256/38 = 13.5 each way (a 256-octet WRITE packet is 303
+#: octets, 38 words, on a line: start word, 278 of frame, FCS, /T/, gap), but a NIC's frames
+#: all leave through one merge of one 8-octet beat a cycle (docs/nic.md §8), which a 278-octet
+#: packet holds 35 cycles: at most 256/35 = 7.3 each way. The engine alone waits for memory
+#: between packets (5.9 for 1 KiB messages, docs/rdma.md). 5.5 is 75 % of the merge's 7.3.
+RDMA_FLAT_OUT = 5.5
 
 
 def test_bench_nic_without_synthesis(tmp_path, cli, monkeypatch):
     # 16 KiB of RDMA per message size and op (the bench moves 64 KiB): one message of the
     # largest size, 256 of the smallest.
     monkeypatch.setitem(bench.RDMA_GOODPUT_SCENARIO, "octets", 1 << 14)
+    # 8 loads per GPU under RDMA (the bench issues 32).
+    monkeypatch.setitem(bench.LS_UNDER_RDMA_SCENARIO, "loads", 8)
     target = tmp_path / "bench.json"
     code, out, _ = cli("bench", "nic", "--no-synth", "--frames", "30", "--json", str(target))
     assert code == 0
@@ -48,6 +60,23 @@ def test_bench_nic_without_synthesis(tmp_path, cli, monkeypatch):
     # Through two NICs: both NICs' TX and RX and the lines on top of the engines alone.
     assert result["ls_round_trip_cycles"] > engines["ls_round_trip_cycles"] + 2 * (
         Nic.TX_LATENCY + Nic.RX_LATENCY)
+    # The floor: both frames' words on the line (spec §4, §5), both 8-cycle lines and the AXI
+    # RAM's 2 cycles, in series; the measured round trip is above it.
+    assert result["ls_round_trip_floor"] == {"request_words": 4, "line_a_to_b": 8, "memory": 2,
+                                             "response_words": 12, "line_b_to_a": 8}
+    assert result["ls_round_trip_floor_cycles"] == 34 < result["ls_round_trip_cycles"]
+    # Loads under RDMA: every one OK with the model's data, both memories as the models say,
+    # every RDMA WRITE OK; the engines ran flat out both ways, on every port.
+    under = result["ls_under_rdma"]
+    assert under["loads"] == 2 * 8 and under["statuses"] == {"OK": 2 * 8}
+    assert under["data_mismatches"] == 0 and under["timeouts"] == 0
+    rdma = under["rdma"]
+    assert rdma["commands"] > 0 and rdma["statuses"] == {"OK": rdma["commands"]}
+    assert rdma["timeouts"] == 0
+    assert all(all(per_port) for per_port in rdma["write_frames_per_port"].values()), rdma
+    assert all(rate >= RDMA_FLAT_OUT for rate in rdma["window_octets_per_cycle"].values()), rdma
+    assert (result["ls_round_trip_cycles"] <= under["latency_cycles"]["min"]
+            <= result["ls_p50_under_rdma_cycles"] <= result["ls_p99_under_rdma_cycles"])
     pair = result["nic_pair"]
     assert pair["requests"] == 2 * 30 and pair["timeouts"] == 0
     assert pair["latency_cycles"]["min"] >= result["ls_round_trip_cycles"] - 1
@@ -72,3 +101,4 @@ def test_bench_nic_without_synthesis(tmp_path, cli, monkeypatch):
     assert failover["frames_resteered"] > 0 and 0 < failover["frames_lost"] <= failover["timeouts"]
     assert failover["resteered_by_cycles"] >= failover["link_down_cycles"]
     assert "LOAD_REQ" in out and "RDMA goodput" in out and "link loss" in out
+    assert "round-trip floor" in out and "loads under RDMA" in out

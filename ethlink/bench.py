@@ -20,11 +20,12 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
   baseline built from the same core, latency against offered load (PNG plot), every frame
   checked against the golden model (lost, reordered), and the ECP5 figures at radix 4 and 8.
 * ``nic``: the NIC blocks built so far (spec §4.2, §9–§11): TX and RX latency to and from
-  the XGMII word and the L/S round trip through two NICs back to back, latency percentiles
-  and goodput of saturated L/S traffic both ways, the L/S target's latencies and throughput
-  for back-to-back loads and stores of each size (all checked against the golden model), the
-  reachability table's lookup latency and failover, ECP5 figures of the 2-port NIC, the
-  target and the reachability table.
+  the XGMII word and the L/S round trip through two NICs back to back beside its physical
+  floor, latency percentiles of light 64 B loads while RDMA WRITEs run both ways, latency
+  percentiles and goodput of saturated L/S traffic both ways, the L/S target's latencies
+  and throughput for back-to-back loads and stores of each size (all checked against the
+  golden model), the reachability table's lookup latency and failover, ECP5 figures of the
+  2-port NIC, the target and the reachability table.
 """
 
 import json
@@ -682,6 +683,53 @@ FAILOVER_SCENARIO = {"credits": 16, "requests": 120, "replay_timeout": 100, "see
 #: Saturated L/S traffic of the NIC pair: raw BER of every line (``requests`` per NIC: the
 #: bench's ``--frames``).
 NIC_PAIR_SCENARIO = {"ber": 1e-5, "seed": 1, "window": 16}
+#: 64 B loads under RDMA on the NIC pair (sim/nic_bench.py ``ls_under_rdma``): ``loads`` per
+#: GPU, one every ``interval`` cycles on average, while both DMA engines WRITE ``size``-octet
+#: messages to each other with every message id outstanding; clean lines, load paths without
+#: FEC (as the idle round trip's).
+LS_UNDER_RDMA_SCENARIO = {"loads": 32, "interval": 200, "size": 1024, "warmup": 500,
+                          "ber": 0.0, "avoid_fec": True, "seed": 1}
+
+#: Octets of the spec's frame parts the round-trip floor counts: OEFH, L/S TH and FCS (§4),
+#: the XGMII start word (``/S/``, preamble and LLR sequence: no frame octet) and ``/T/`` (§5).
+OEFH_OCTETS, LS_TH_OCTETS, FCS_OCTETS = 6, 8, 4
+START_WORD_OCTETS, TERMINATE_OCTETS = 8, 1
+
+
+def ls_wire_words(payload_octets, word_octets=8):
+    """XGMII words an L/S frame with ``payload_octets`` of payload occupies on the line (spec
+    §4, §5): start word, OEFH, TH, payload, FCS and ``/T/``, ``word_octets`` a cycle."""
+    octets = (START_WORD_OCTETS + OEFH_OCTETS + LS_TH_OCTETS + payload_octets + FCS_OCTETS
+              + TERMINATE_OCTETS)
+    return -(-octets // word_octets)
+
+
+def ls_round_trip_floor(line_delay, memory_cycles, size_octets=64, word_octets=8):
+    """The physical floor of an L/S load round trip (request taken → completion valid) over
+    one line each way of ``line_delay`` cycles, to a memory answering ``memory_cycles`` after
+    its read address, ``word_octets`` a cycle on the line: ``(cycles, terms)``.
+
+    The terms are in series, none overlapping: the whole LOAD_REQ frame is serialised and
+    crosses the line before the target reads (no speculative read from the TH), and the
+    LOAD_RSP leaves once the memory has answered (no header sent ahead of the data); each
+    frame counts all its words, and what it starts begins the cycle after its last word came
+    off the line (one register stage per frame, at its receiver; none elsewhere). docs/nic.md,
+    "The round-trip floor"."""
+    terms = {"request_words": ls_wire_words(0, word_octets), "line_a_to_b": line_delay,
+             "memory": memory_cycles,
+             "response_words": ls_wire_words(size_octets, word_octets),
+             "line_b_to_a": line_delay}
+    return sum(terms.values()), terms
+
+
+def nic_pair_floor():
+    """:func:`ls_round_trip_floor` of a 64 B load through the ``nic_pair`` build the bench
+    measures (its line ``delay``, the AXI RAM model's answer time, XGMII's 8 octets)."""
+    from .rtl.harness.pairs import NicPair
+    from .sim.nic_pair_tb import AXI_RAM_READ_CYCLES, PAIR_PARAMS
+    params = {**{name: default for name, (default, _) in NicPair.PARAMETERS.items()},
+              **PAIR_PARAMS}
+    return ls_round_trip_floor(params["delay"], AXI_RAM_READ_CYCLES)
 
 
 def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
@@ -702,6 +750,13 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
     trip = run_bench("nic_ls_loopback", "ethlink.sim.nic_bench", NIC_BENCH_PARAMS,
                      testcase="round_trip", prefix="bench-nic-")
     pair = run_nic_pair({**NIC_PAIR_SCENARIO, "requests": requests})
+    floor, floor_terms = nic_pair_floor()
+    # The floor's line and memory terms must be what the idle probe crossed.
+    if (pair["load"]["line"], pair["load"]["memory"]) != (floor_terms["line_a_to_b"],
+                                                          floor_terms["memory"]):
+        raise RuntimeError(f"the probe's line and memory cycles {pair['load']} differ from "
+                           f"the floor's terms {floor_terms}")
+    under = run_ls_under_rdma(LS_UNDER_RDMA_SCENARIO)
     rdma = run_rdma_goodput(RDMA_GOODPUT_SCENARIO)
     failover = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="failover",
                          scenario=FAILOVER_SCENARIO, prefix="bench-nic-")
@@ -717,7 +772,8 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
                                      "load_response": LsTarget.LOAD_RESPONSE_LATENCY},
         "target_throughput": {r["opcode"]: {} for r in runs},
         "data_mismatches": (sum(r["data_mismatches"] for r in runs) + pair["data_mismatches"]
-                            + rdma["data_mismatches"] + failover["data_mismatches"]),
+                            + rdma["data_mismatches"] + failover["data_mismatches"]
+                            + under["data_mismatches"]),
         # Two NICs back to back (nic_pair), 64 B load alone: request taken -> start word on
         # the line (TX); start word off the line -> AXI read address valid (RX); request
         # taken -> completion valid (round trip); and the store likewise.
@@ -725,6 +781,15 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
         "rx_latency_cycles": pair["load"]["rx"],
         "ls_round_trip_cycles": pair["load"]["round_trip"],
         "ls_store_round_trip_cycles": pair["store"]["round_trip"],
+        # Ref: spec §4, §5 — lines, memory and the serialisation of both frames of that load
+        # (docs/nic.md, "The round-trip floor"); terms in ls_round_trip_floor.
+        "ls_round_trip_floor_cycles": floor,
+        "ls_round_trip_floor": floor_terms,
+        # 64 B loads while both DMA engines WRITE to each other (LS_UNDER_RDMA_SCENARIO):
+        # request taken -> completion valid.
+        "ls_p50_under_rdma_cycles": under["latency_cycles"]["p50"],
+        "ls_p99_under_rdma_cycles": under["latency_cycles"]["p99"],
+        "ls_under_rdma": under,
         "store_tx_latency_cycles": pair["store"]["tx"],
         "store_rx_latency_cycles": pair["store"]["rx"],
         "nic_pair": {key: value for key, value in pair.items() if key not in ("load", "store")},
@@ -792,6 +857,22 @@ def run_nic_pair(scenario):
     return raw
 
 
+def run_ls_under_rdma(scenario):
+    """The ``ls_under_rdma`` bench of the NIC pair; returns its result with the load latencies
+    summarised (min, p50, p99, max, mean) and the RDMA payload octets per cycle of both
+    engines together from the first WRITE to the last completion."""
+    from .sim.demo import percentiles
+    from .sim.nic_pair_tb import PAIR_PARAMS
+    from .sim.runner import run_bench
+    raw = run_bench("nic_pair", "ethlink.sim.nic_bench", PAIR_PARAMS, testcase="ls_under_rdma",
+                    scenario=scenario, prefix="bench-nic-")
+    raw["latency_cycles"] = percentiles(raw.pop("latencies"))
+    rdma = raw["rdma"]
+    rdma["goodput_octets_per_cycle"] = round(rdma["payload_octets"] / rdma["cycles"], 3)
+    raw["scenario"] = scenario
+    return raw
+
+
 def run_rdma_goodput(scenario):
     """The ``rdma_goodput`` bench of the NIC pair; octets per cycle by op and message size."""
     from .sim.nic_pair_tb import PAIR_PARAMS
@@ -827,6 +908,15 @@ def _nic_pair_line(pair):
             f"{pair['goodput_octets_per_cycle']} octets/cycle; timeouts {pair['timeouts']}")
 
 
+def _under_rdma_line(under):
+    lat, rdma = under["latency_cycles"], under["rdma"]
+    rates = " / ".join(f"{v:.2f}" for v in rdma["window_octets_per_cycle"].values())
+    return (f"64 B loads under RDMA ({under['loads']} loads, one per ~{under['interval']} "
+            f"cycles per GPU, while both DMA engines WRITE {rdma['size']} B messages to each "
+            f"other, {rates} payload octets/cycle A->B / B->A): request -> completion p50 "
+            f"{lat['p50']}, p99 {lat['p99']}, max {lat['max']} cycles")
+
+
 def _nic_table(result):
     w = result["beat_octets"]
     lines = [f"NIC L/S target at {w} octets per beat (AXI RAM as memory), golden-model "
@@ -839,6 +929,11 @@ def _nic_table(result):
              f"{result['rx_latency_cycles']} cycles, round trip load "
              f"{result['ls_round_trip_cycles']}, store {result['ls_store_round_trip_cycles']} "
              f"cycles",
+             f"64 B load round-trip floor (lines, memory, both frames on the wire: "
+             f"{' + '.join(str(v) for v in result['ls_round_trip_floor'].values())}): "
+             f"{result['ls_round_trip_floor_cycles']} cycles, measured "
+             f"{result['ls_round_trip_cycles']}",
+             _under_rdma_line(result["ls_under_rdma"]),
              f"L/S engines alone (no link layer): request -> frame "
              f"{result['engines_only']['tx_latency_cycles']}, response -> completion "
              f"{result['engines_only']['rx_latency_cycles']}, round trip load "

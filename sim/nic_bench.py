@@ -1,6 +1,7 @@
 """cocotb benches of the NIC run by ``ethlink bench nic`` (``ethlink.bench``) and
 ``ethlink demo``: ``back_to_back`` on ``nic_ls_target``, ``round_trip`` on ``nic_ls_loopback``,
-``pair``, ``rdma_goodput`` and ``failover`` on ``nic_pair`` (see each testcase).
+``pair``, ``ls_under_rdma``, ``rdma_goodput`` and ``failover`` on ``nic_pair`` (see each
+testcase).
 
 ``back_to_back``:
 The scenario (``ETHLINK_SCENARIO``) names an opcode, an access size and a number of requests;
@@ -17,6 +18,7 @@ import random
 from dataclasses import asdict
 
 import cocotb
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.forwarding.parser import LS_HEADER_OCTETS, header_geometry
@@ -24,6 +26,7 @@ from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.wire import LsSize, Opcode
 from ethlink.sim.models import Frame
 from ethlink.sim.models.nic import LINE_OCTETS
+from ethlink.sim.models.path import ls_entropy, select_port
 from ethlink.sim.models.rdma import RdmaCommand
 from ethlink.sim.nic_pair_scenarios import probe_latency, run_link_loss
 from ethlink.sim.nic_pair_tb import NicPairTB, RdmaAreas, nic_params, random_requests, run_rdma
@@ -186,6 +189,119 @@ async def pair(dut):
         "replays": replays,
         "frames_per_port": pair.frames_sent(),
     })
+    with open(os.environ["ETHLINK_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
+@cocotb.test()
+async def ls_under_rdma(dut):
+    """On ``nic_pair``: both DMA engines WRITE ``size``-octet messages to each other without a
+    pause, every message id outstanding (WRITE packets are sprayed over every port), while
+    each GPU issues ``loads`` 64 B loads to the other at a light rate: one every ``interval``
+    cycles on average (uniform within half of it either side), from ``warmup`` cycles after
+    the WRITEs began, on random lines of the quarter of memory RDMA leaves alone. With
+    ``avoid_fec`` the lines are those whose request and response paths both take ports
+    without FEC, as the idle probe's (:func:`probe_latency`), so the figures compare with the
+    idle round trip. For every load the cycles from request taken to completion valid (the
+    completion sink never back-pressures: taken in the cycle it is valid); for the window
+    from the first load taken to the last completion, the WRITE frames (VC 2) each port of
+    each NIC sent and their payload octets per cycle; and every way completions, load data or
+    memories differ from the golden models (``data_mismatches``, must be 0)."""
+    scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
+    params = nic_params()
+    rng = random.Random(scenario.get("seed", 1))
+    pair = NicPairTB(dut, rng, ber=scenario.get("ber", 0.0))
+    await pair.reset()
+    await pair.open_memories()
+    areas = RdmaAreas.of_build()
+    await pair.program_rdma_windows(areas.windows())
+    await pair.wait_links()
+    size, mtu = scenario.get("size", areas.slot), params["mtu"]
+    # Whole packets only: the payload a port carried is then its WRITE frames × mtu.
+    assert size <= areas.slot and size % mtu == 0, (size, areas.slot, mtu)
+    count = min(scenario.get("loads", 40), params["tags"])
+    interval = scenario.get("interval", 200)
+    fec = params.get("fec", 0)
+    everything = (1 << pair.ports) - 1
+
+    def clear_of_fec(side, line):
+        entropy = ls_entropy(line)
+        return not any(fec >> select_port(end.id, entropy, everything) & 1
+                       for end in (side, side.peer))
+    lines = {side.name: [line for line in range(areas.local // LINE_OCTETS)
+                         if not scenario.get("avoid_fec", True) or clear_of_fec(side, line)]
+             for side in pair.sides}
+    logs = {side.name: (TransferLog(dut, f"s_axis_req_{side.name}", pair.counter),
+                        TransferLog(dut, f"m_axis_cpl_{side.name}", pair.counter))
+            for side in pair.sides}
+    loads_done = False
+
+    def writes(side):
+        def make(rng, ident):
+            return RdmaCommand(read=False, dst=side.peer.id, id=ident,
+                               remote=areas.remote + ident * areas.slot,
+                               local=areas.local + ident * areas.slot, length=size)
+        return make
+    rdma_start = pair.counter.now
+    rdma = [cocotb.start_soon(run_rdma(side, rng, None, make=writes(side),
+                                       until=lambda: loads_done))
+            for side in pair.sides]
+    await ClockCycles(dut.clk, scenario.get("warmup", 500))
+
+    async def issue(side):
+        expected = {}
+        for tag in range(count):
+            request = LsRequest(False, LsSize.B64, side.peer.id, tag,
+                                rng.choice(lines[side.name]), b"")
+            expected.update(await side.issue([request]))
+            await ClockCycles(dut.clk, rng.randint(interval // 2, interval * 3 // 2))
+        return expected
+    frames_before = pair.frames_sent()
+    start = pair.counter.now
+    tasks = [cocotb.start_soon(issue(side)) for side in pair.sides]
+    expected = {side.name: await task for side, task in zip(pair.sides, tasks)}
+    await wait_idle(dut, [side.reqs for side in pair.sides],
+                    [(side.cpls, count) for side in pair.sides],
+                    timeout_cycles=params["timeout_cycles"] * 2)
+    frames_after = pair.frames_sent()
+    window = pair.counter.now - start
+    loads_done = True
+    runs = [await task for task in rdma]
+    rdma_cycles = pair.counter.now - rdma_start
+    errors, latencies, statuses = [], [], []
+    for side in pair.sides:
+        order, side_errors = await side.collect_completions(expected[side.name])
+        errors += side_errors
+        statuses += [expected[side.name][tag].status.name for tag in order]
+        if not side.memory_matches():
+            errors.append(f"{side.name}: memory differs from the models")
+        taken = [cycle for cycle, _ in logs[side.name][0].transfers]
+        done = [cycle for cycle, _ in logs[side.name][1].transfers]
+        # Requests were taken in tag order from 0; completions in ``order``.
+        latencies += [done[k] - taken[tag] for k, tag in enumerate(order)]
+    errors += [error for run in runs for error in run.errors]
+    rdma_statuses = [status.name for run in runs for status in run.statuses]
+    vc = 2                      # RDMA requests: WRITE packets
+    frames = {side.name: [frames_after[side.name][vc][p] - frames_before[side.name][vc][p]
+                          for p in range(pair.ports)] for side in pair.sides}
+    result = {
+        "loads": 2 * count, "interval": interval, "window_cycles": window,
+        "latencies": latencies,
+        "statuses": {name: statuses.count(name) for name in sorted(set(statuses))},
+        "lines": {name: len(candidates) for name, candidates in lines.items()},
+        "timeouts": sum(side.value("count_timeouts") for side in pair.sides),
+        "rdma": {"size": size, "commands": len(rdma_statuses), "cycles": rdma_cycles,
+                 "statuses": {name: rdma_statuses.count(name)
+                              for name in sorted(set(rdma_statuses))},
+                 "payload_octets": sum(run.octets for run in runs),
+                 "write_frames_per_port": frames,
+                 # Payload each NIC sent during the loads, per cycle.
+                 "window_octets_per_cycle": {name: round(sum(per_port) * mtu / window, 3)
+                                             for name, per_port in frames.items()},
+                 "timeouts": sum(side.value("rdma_count_timeouts") for side in pair.sides)},
+        "replays": pair.port_total("count_replays"),
+        "data_mismatches": len(errors), "errors": errors[:10],
+    }
     with open(os.environ["ETHLINK_RESULT"], "w") as f:
         json.dump(result, f)
 

@@ -43,7 +43,8 @@ async def probe_latency(pair, store=False, tag=0):
     without FEC, sent half-way between two periodic LCWs; returns its cycles: ``tx`` (A's
     request taken → its frame's start word on A's line side), ``rx`` (that start word on B's
     line side → B's AXI read or write address valid), ``round_trip`` (request taken →
-    completion valid)."""
+    completion valid), and what the pair's configuration adds: ``line`` (the start word on A's
+    line side → on B's) and, for a load, ``memory`` (B's AR valid → its first R valid)."""
     dut, counter = pair.dut, pair.counter
     a, b = pair.sides
     fec = export_params().get("fec", 0)
@@ -55,6 +56,7 @@ async def probe_latency(pair, store=False, tag=0):
     tx_starts = XgmiiStarts(ab.sub("tap_tx"), dut.clk, counter)
     rx_starts = XgmiiStarts(ab.sub("tap_rx"), dut.clk, counter)
     issued = ValidLog(b.io[f"m_axi_{'aw' if store else 'ar'}valid"], dut.clk, counter)
+    answered = ValidLog(b.io["m_axi_rvalid"], dut.clk, counter)
     cpl_valid = ValidLog(dut.m_axis_cpl_a_tvalid, dut.clk, counter)
     # Clear of the periodic LCWs (PING, CREDIT_UPDATE, CREDIT_SYNC: every 1024 or 4096
     # cycles from reset), which the MAC may put between two words of the frame.
@@ -67,7 +69,9 @@ async def probe_latency(pair, store=False, tag=0):
     assert not errors, errors
     taken = req_log.transfers[0][0]
     return {"tx": tx_starts.cycles[0] - taken, "rx": issued.rises[0] - rx_starts.cycles[0],
-            "round_trip": cpl_valid.rises[0] - taken}
+            "round_trip": cpl_valid.rises[0] - taken,
+            "line": rx_starts.cycles[0] - tx_starts.cycles[0],
+            "memory": None if store else answered.rises[0] - issued.rises[0]}
 
 
 class PortWatch:

@@ -24,8 +24,8 @@ from ethlink.sim.nic_tb import (Answer, Completion, CsrBus, LsRequest, axi_ram,
 from ethlink.sim.runner import export_params
 from ethlink.sim.tb import TB, Ports, axis_sink, axis_source, wait_until
 
-__all__ = ["PAIR_PARAMS", "PAIR_IDS", "nic_params", "NicPairTB", "NicSide", "random_requests",
-           "RdmaAreas", "RdmaRun", "run_rdma"]
+__all__ = ["PAIR_PARAMS", "PAIR_IDS", "AXI_RAM_READ_CYCLES", "nic_params", "NicPairTB",
+           "NicSide", "random_requests", "RdmaAreas", "RdmaRun", "run_rdma"]
 
 #: The ``nic_pair`` build the tests, ``ethlink bench nic`` and ``ethlink demo`` share (one
 #: Verilator build): two ports, port 1's lines with RS(272,258) FEC, 64 KiB memories.
@@ -34,6 +34,12 @@ PAIR_PARAMS = {"ports": 2, "tags": 256, "timeout_cycles": 4000, "addr_width": 16
 
 #: Endpoint ids of the two NICs of ``nic_pair``.
 PAIR_IDS = {"a": 0x021, "b": 0x155}
+
+#: Cycles from AR valid to the first R valid of the memory behind every AXI port of the pair
+#: (cocotbext-axi's ``AxiRam`` with no pauses, AR taken at once). The harness sets no delay:
+#: this is the model's own answer time (its AR and R channel coroutines each take a clock edge),
+#: which :func:`~ethlink.sim.nic_pair_scenarios.probe_latency` measures as ``memory``.
+AXI_RAM_READ_CYCLES = 2
 
 
 def nic_params():
@@ -313,11 +319,13 @@ class RdmaRun:
     errors: list = field(default_factory=list)
 
 
-async def run_rdma(side, rng, count, window=None, make=None, frames=None):
+async def run_rdma(side, rng, count, window=None, make=None, frames=None, until=None):
     """Issue ``count`` commands from ``side`` to its peer, at most ``window`` (default: all
     the message ids) outstanding, each made by ``make(rng, ident)`` (default: a random
     :meth:`RdmaAreas.command`), and apply each to the golden models as it is issued (the
-    request and response frames appended to ``frames``). Returns an :class:`RdmaRun`."""
+    request and response frames appended to ``frames``); with ``until`` (a function), stop
+    issuing as soon as ``until()`` is true (``count`` may then be ``None``: no other limit).
+    Returns an :class:`RdmaRun` once every command issued has completed."""
     params = nic_params()
     messages = params["messages"]
     if make is None:
@@ -347,9 +355,13 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
             free.append(ident)
 
     collector = cocotb.start_soon(collect())
-    for _ in range(count):
+    issued = 0
+    while count is None or issued < count:
         if not free:
             await wait_until(side.dut.clk, lambda: free, None)
+        if until is not None and until():
+            break
+        issued += 1
         ident = free.pop(rng.randrange(len(free)))
         cmd = make(rng, ident)
         want = CompletionStatus(run_command(
@@ -358,7 +370,7 @@ async def run_rdma(side, rng, count, window=None, make=None, frames=None):
         waiting[ident] = (cmd, want, counter.now)
         await side.cmds.send(command_octets(cmd))
     if waiting and await wait_until(side.dut.clk, lambda: not waiting,
-                                    params["timeout_cycles"] * 4 + 2000 * count) is None:
+                                    params["timeout_cycles"] * 4 + 2000 * issued) is None:
         run.errors.append(f"{side.name}: {len(waiting)} commands never completed")
     collector.cancel()
     return run
