@@ -79,13 +79,19 @@ def test_cbfc_rx():
     async def bench(ctx):
         ctx.set(dut.o[0].ready, 1)
         ctx.set(dut.o[1].ready, 0)          # VC 1's consumer is stopped
-        # Latency: first beat in t, first beat out on o[0] in t + LATENCY (cut-through), while
-        # the frame's tail is still arriving.
+        # Ref: docs/cbfc.md — last beat in t, first beat out on o[0] in t + 2: the VC buffer
+        # is the frame's one store-and-forward copy (the link layer cuts through to it).
         await send(ctx, clock, dut.i, vc_body(rng, 0, 0, 100, fixed=True))
         await ctx.tick().repeat(20)
-        start = clock.firsts["i"][-1]
-        assert clock.firsts["o0"] == [start + CbfcRx.LATENCY], (clock.firsts, start)
-        assert clock.firsts["o0"][0] < clock.lasts["i"][-1]
+        end = clock.lasts["i"][-1]
+        assert clock.firsts["o0"] == [end + 2], (clock.firsts, end)
+        # A frame the link layer found bad (error on its last beat) is rolled back: it never
+        # leaves, costs no credit and is not an overrun.
+        await send(ctx, clock, dut.i, vc_body(rng, 0, 1, 300), error=True)
+        await ctx.tick().repeat(20)
+        assert len(clock.firsts["o0"]) == 1
+        assert ctx.get(dut.count.frames_received[0]) == 1
+        assert ctx.get(dut.count.overruns[0]) == 0
         assert ctx.get(dut.received[0]) == frame_cost(100, 64)
         assert ctx.get(dut.freed[0]) == frame_cost(100, 64)
         # A frame of VC 5 (this end has 2): dropped and counted.
@@ -247,59 +253,67 @@ def test_cbfc_tx_resteer():
     assert done
 
 
-def test_cbfc_rx_cut_through():
-    """CbfcRx's buffer cuts through and still drops whole: random frames up to the longest
-    (and some longer), random gaps inside and between them, a consumer ready one cycle in
-    three and a sender ignoring credits, so that frames overrun the buffer all the time.
-    Every frame must come out whole and in order, or be dropped whole and counted; one longer
-    than :data:`MAX_FRAME_WORDS` words is dropped (no room) or cut to that many words and
-    counted; the credits all come back."""
+def test_cbfc_rx_rollback():
+    """CbfcRx's VC buffer is the one copy of a frame the link layer cuts through to it: random
+    frames up to the longest (and some longer), random gaps inside and between them, one in
+    five found bad at its end (``error`` on the last beat), a consumer ready one cycle in five
+    and a sender ignoring credits, so that frames overrun the buffer all the time. Every good
+    frame comes out whole and in order, or is dropped whole and counted (overrun, or longer
+    than :data:`MAX_FRAME_WORDS` words); no bad frame ever comes out, none counts as an
+    overrun or costs a credit; the credits all come back."""
     rng = random.Random(6)
     dut = CbfcRx(1, credit_size=64, buffer_octets=4096, update_period=1 << 16)
     clock = Clock({"i": dut.i})
     seen = _Frames(o=dut.o[0])
     longest = MAX_FRAME_WORDS * 8
-    sent = []
+    sent = []       # (body, bad)
     done = {}
 
     async def consumer(ctx):
         while True:
-            ctx.set(dut.o[0].ready, rng.random() < 0.35)
+            ctx.set(dut.o[0].ready, rng.random() < 0.2)
             await ctx.tick()
 
     async def bench(ctx):
-        for index in range(120):
+        for index in range(150):
             if index % 15 == 7:
                 body = vc_body(rng, 0, index, longest + rng.randint(1, 40), fixed=True)
             else:
                 body = vc_body(rng, 0, index, rng.choice((40, 300, longest)))
-            sent.append(body)
-            await send(ctx, clock, dut.i, body,
+            bad = rng.random() < 0.2
+            sent.append((body, bad))
+            await send(ctx, clock, dut.i, body, error=bad,
                        idle=lambda: rng.randint(1, 4) if rng.random() < 0.05 else 0)
             gap = rng.choice((0, 0, 1, 20))
             if gap:
                 await ctx.tick().repeat(gap)
         await ctx.tick().repeat(4096 * 3)
-        dropped, cut = check()
-        assert dropped > 10 and cut > 0, (dropped, cut)
-        assert ctx.get(dut.count.overruns[0]) == dropped + cut
+        dropped, too_long = check()
+        assert dropped > 10 and too_long > 0, (dropped, too_long)
+        assert ctx.get(dut.count.overruns[0]) == dropped + too_long
         assert ctx.get(dut.count.frames_received[0]) == len(seen.frames["o"])
         assert ctx.get(dut.occupancy[0]) == 0
+        # Credits of good frames only: stored ones when they left, dropped ones at once.
+        good = [body for body, bad in sent if not bad]
+        assert ctx.get(dut.received[0]) == sum(frame_cost(len(b), 64) for b in good)
         assert ctx.get(dut.received[0]) == ctx.get(dut.freed[0])
         done["ok"] = True
 
     def check():
         out = seen.frames["o"]
-        k = dropped = cut = 0
-        for body in sent:
-            if k < len(out) and out[k] == body[:longest]:
-                if len(body) > longest:
-                    cut += 1
+        k = dropped = too_long = 0
+        for body, bad in sent:
+            if k < len(out) and out[k] == body:
+                assert not bad, f"a bad frame came out ({k})"
+                assert len(body) <= longest
                 k += 1
-            else:
-                dropped += 1
+            elif not bad:
+                if len(body) > longest:
+                    too_long += 1
+                else:
+                    dropped += 1
         assert k == len(out), f"frame {k} of {len(out)} out was never sent (or out of order)"
-        return dropped, cut
+        return dropped, too_long
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

@@ -785,6 +785,10 @@ def bench_nic(synth=True, device="LFE5UM5G-85F", requests=200):
         # (docs/nic.md, "The round-trip floor"); terms in ls_round_trip_floor.
         "ls_round_trip_floor_cycles": floor,
         "ls_round_trip_floor": floor_terms,
+        # The measured round trip split into consecutive spans that add up to it (A's TX,
+        # line, B's RX to AR, memory, B's response TX, line back, A's RX to completion).
+        "ls_round_trip_budget": pair["load"]["budget"],
+        "ls_store_round_trip_budget": pair["store"]["budget"],
         # 64 B loads while both DMA engines WRITE to each other (LS_UNDER_RDMA_SCENARIO):
         # request taken -> completion valid.
         "ls_p50_under_rdma_cycles": under["latency_cycles"]["p50"],
@@ -933,6 +937,8 @@ def _nic_table(result):
              f"{' + '.join(str(v) for v in result['ls_round_trip_floor'].values())}): "
              f"{result['ls_round_trip_floor_cycles']} cycles, measured "
              f"{result['ls_round_trip_cycles']}",
+             "64 B load round trip, span by span: " + ", ".join(
+                 f"{name} {cycles}" for name, cycles in result["ls_round_trip_budget"].items()),
              _under_rdma_line(result["ls_under_rdma"]),
              f"L/S engines alone (no link layer): request -> frame "
              f"{result['engines_only']['tx_latency_cycles']}, response -> completion "

@@ -48,15 +48,19 @@ class Clock:
                 self.lcws.append(self.now)
 
 
-async def send(ctx, clock, port, body, idle=None):
+async def send(ctx, clock, port, body, idle=None, error=False):
     """Offer ``body`` on packet stream ``port``, back to back or, with ``idle`` (a function
-    returning a number of cycles), with that many idle cycles after each beat."""
+    returning a number of cycles), with that many idle cycles after each beat. On a cut-through
+    stream (:func:`~ethlink.rtl.link.layouts.CutFrameStream`) ``error`` is the verdict its last
+    beat carries."""
     for data, keep, first, last in _beats(body):
         ctx.set(port.valid, 1)
         ctx.set(port.payload.data, data)
         ctx.set(port.payload.keep, keep)
         ctx.set(port.payload.first, first)
         ctx.set(port.payload.last, last)
+        if hasattr(port.payload, "user"):
+            ctx.set(port.payload.user.error, error and last)
         await ctx.tick().until(port.ready)
         gap = idle() if idle else 0
         if gap:
@@ -87,8 +91,8 @@ def run(dut, clock, bench, *background):
 
 def measure_latencies():
     """Cycles, measured: a frame's last beat into CbfcTx (credits available, output idle) →
-    its first beat out (store and forward); a frame's first beat into CbfcRx → its first beat
-    out (cut-through); a CREDIT_UPDATE into CbfcTx that frees a waiting frame → that frame's
+    its first beat out (store and forward); a frame's last beat into CbfcRx → its first beat
+    out (store and forward: the link layer cuts through to it); a CREDIT_UPDATE into CbfcTx that frees a waiting frame → that frame's
     first beat out."""
     result = {}
     rng = random.Random(1)
@@ -116,7 +120,7 @@ def measure_latencies():
         ctx.set(rx.o[0].ready, 1)
         await send(ctx, rx_clock, rx.i, vc_body(rng, 0, 0, 64, fixed=True))
         await ctx.tick().repeat(20)
-        result["cbfc_rx_latency_cycles"] = rx_clock.firsts["o"][0] - rx_clock.firsts["i"][0]
+        result["cbfc_rx_latency_cycles"] = rx_clock.firsts["o"][0] - rx_clock.lasts["i"][0]
 
     run(rx, rx_clock, rx_bench)
     return result

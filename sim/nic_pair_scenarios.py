@@ -44,7 +44,13 @@ async def probe_latency(pair, store=False, tag=0):
     request taken → its frame's start word on A's line side), ``rx`` (that start word on B's
     line side → B's AXI read or write address valid), ``round_trip`` (request taken →
     completion valid), and what the pair's configuration adds: ``line`` (the start word on A's
-    line side → on B's) and, for a load, ``memory`` (B's AR valid → its first R valid)."""
+    line side → on B's) and, for a load, ``memory`` (B's AR valid → its first R valid).
+
+    ``budget`` splits the round trip into consecutive spans that add up to it exactly: A's
+    transmit, the line to B, B's receive (to AR or AW valid), B's memory or store (to the
+    first R valid, or to the response's start word for a store), B's response transmit (first
+    R valid → the response's start word on B's line side; 0 for a store), the line back, and
+    A's receive (that start word on A's line side → completion valid)."""
     dut, counter = pair.dut, pair.counter
     a, b = pair.sides
     fec = export_params().get("fec", 0)
@@ -55,6 +61,10 @@ async def probe_latency(pair, store=False, tag=0):
     ab = pair.line("ab", port)
     tx_starts = XgmiiStarts(ab.sub("tap_tx"), dut.clk, counter)
     rx_starts = XgmiiStarts(ab.sub("tap_rx"), dut.clk, counter)
+    # The response may come back on any port (its own path selection at B).
+    back = [(XgmiiStarts(pair.line("ba", p).sub("tap_tx"), dut.clk, counter),
+             XgmiiStarts(pair.line("ba", p).sub("tap_rx"), dut.clk, counter))
+            for p in range(pair.ports)]
     issued = ValidLog(b.io[f"m_axi_{'aw' if store else 'ar'}valid"], dut.clk, counter)
     answered = ValidLog(b.io["m_axi_rvalid"], dut.clk, counter)
     cpl_valid = ValidLog(dut.m_axis_cpl_a_tvalid, dut.clk, counter)
@@ -68,10 +78,22 @@ async def probe_latency(pair, store=False, tag=0):
     order, errors = await a.collect_completions(expected)
     assert not errors, errors
     taken = req_log.transfers[0][0]
-    return {"tx": tx_starts.cycles[0] - taken, "rx": issued.rises[0] - rx_starts.cycles[0],
-            "round_trip": cpl_valid.rises[0] - taken,
-            "line": rx_starts.cycles[0] - tx_starts.cycles[0],
-            "memory": None if store else answered.rises[0] - issued.rises[0]}
+    response_tx, response_rx = min(
+        (tx.cycles[0], rx.cycles[0]) for tx, rx in back
+        if tx.cycles and tx.cycles[0] > issued.rises[0])
+    memory = None if store else answered.rises[0] - issued.rises[0]
+    served = response_tx if store else answered.rises[0]
+    budget = {"tx": tx_starts.cycles[0] - taken,
+              "line": rx_starts.cycles[0] - tx_starts.cycles[0],
+              "rx": issued.rises[0] - rx_starts.cycles[0],
+              "memory": served - issued.rises[0],
+              "response_tx": response_tx - served,
+              "line_back": response_rx - response_tx,
+              "response_rx": cpl_valid.rises[0] - response_rx}
+    round_trip = cpl_valid.rises[0] - taken
+    assert sum(budget.values()) == round_trip, (budget, round_trip)
+    return {"tx": budget["tx"], "rx": budget["rx"], "round_trip": round_trip,
+            "line": budget["line"], "memory": memory, "budget": budget}
 
 
 class PortWatch:

@@ -36,7 +36,7 @@ _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_rec
                  "credits_freed", "rx_limit", "rx_occupancy")
 
 
-@parameters(forward=LinkEnd,
+@parameters(forward=LinkEnd, exclude=("rx_buffer_octets", "rx_cut_through"),
             vcs=VCS, credit_size=CREDIT_SIZE,
             tx_vc_octets=Param("transmit queue per VC in octets", FRAME_QUEUE_OCTETS.check),
             rx_vc_octets=Param("receive buffer per VC in octets", FRAME_QUEUE_OCTETS.check),
@@ -80,8 +80,10 @@ class CbfcEnd(wiring.Component):
         ``resteer=True`` only.
 
     Latency: CbfcTx (:attr:`CbfcTx.LATENCY`, 2 cycles from a frame's last beat in to its first
-    beat out: store and forward) + the link + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles from a
-    frame's first beat in to its first beat out: cut-through); docs/cbfc.md.
+    beat out: store and forward) + the link (its receiver cut through: no receive buffer in
+    the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles from a frame's last beat in
+    to its first beat out: the VC buffer is the one store-and-forward copy, rolled back when
+    the frame is bad); docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
@@ -132,7 +134,8 @@ class CbfcEnd(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.vcs
-        m.submodules.link = link = LinkEnd(**self.link_params)
+        # The LLR receiver cuts through: each VC's buffer here is a frame's only copy.
+        m.submodules.link = link = LinkEnd(**self.link_params, rx_cut_through=1)
         m.submodules.tx = tx = CbfcTx(n, **self._tx)
         m.submodules.rx = rx = CbfcRx(n, **self._rx)
         m.submodules.lcws = lcws = LcwArbiter(3)
@@ -149,7 +152,7 @@ class CbfcEnd(wiring.Component):
         wiring.connect(m, lcws.o, link.lcw_tx_ext)
         broadcast(m, link.lcw_rx_ext, tx.lcw_rx, rx.lcw_rx, self.lcw_rx)
         m.d.comb += [
-            tx.llr_head.eq(link.llr_head), rx.llr_held.eq(link.rx_held_frames),
+            tx.llr_head.eq(link.llr_head),
             rx.credits_advertised.eq(self.rx_credits),
             self.txd.eq(link.txd), self.txc.eq(link.txc),
             link.rxd.eq(self.rxd), link.rxc.eq(self.rxc),

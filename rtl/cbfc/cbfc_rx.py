@@ -9,8 +9,7 @@ from amaranth.lib.wiring import In, Out
 from ..buffer import FRAME_QUEUE_OCTETS
 from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
-from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS
-from ..link import HELD_FRAME_BITS
+from ..link.layouts import CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS
 from ..params import check_int_range
 from ..stream import PacketStream
 from ..wire import CREDIT_PAYLOAD, LcwType, OEFH
@@ -31,34 +30,35 @@ class CbfcRx(wiring.Component):
 
     * **Buffers.** Frames from the LLR receiver on ``i`` go, by their OEFH ``vc``, into a
       buffer of ``buffer_octets`` per VC (block RAM, :class:`FrameFifo`), drained on ``o[v]``
-      by that VC's consumer at its own pace. The LLR receiver has already checked every
-      frame whole, so a frame cuts through: its head is offered while its tail arrives.
-      ``i`` is always ready: a VC buffer has room for everything the sender was allowed to
-      send. A frame that does not
+      by that VC's consumer at its own pace. The LLR receiver passes each frame on as it
+      arrives (cut-through, spec v1.1 §7) and gives its verdict with the last beat: this
+      buffer is the only copy of a received frame, written once; a good frame becomes
+      visible on ``o[v]`` once its last beat is in, a bad one (``error``) is rolled back and
+      leaves no trace (the LLR has it resent). ``i`` never waits: a VC buffer has room for
+      everything the sender was allowed to send. A frame that does not
       fit (only a sender ignoring its credits can cause it) is dropped and counted
       (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``).
     * **Credits.** ``credits`` credits per VC (default: the whole buffer, ``buffer_octets /
       credit_size``) are advertised (:class:`CreditReceiver`). A frame's credits are freed
       when its last beat leaves on ``o[v]``; frees of several VCs in one cycle are queued
       per VC and applied one VC per cycle in turn.
-    * **CREDIT_SYNC in order.** An LCW overtakes the frames the LLR receiver still holds, so
-      a SYNC is held until as many frames have arrived on ``i`` as the LLR receiver held
-      when it came (``llr_held``); then it is applied (:class:`CreditReceiver`).
+    * **CREDIT_SYNC.** A SYNC counts only frames the LLR has acknowledged, and the LLR
+      receiver holds no frame (each is passed on as it is committed), so every frame a SYNC
+      counts is already in a buffer when the SYNC arrives: it is applied at once
+      (:class:`CreditReceiver`; one VC per cycle when several wait).
 
-    Latency (:attr:`LATENCY`): a frame whose first beat arrives on ``i`` in cycle *t* offers
-    it on ``o[v]`` in *t* + 2 (cut-through, :class:`FrameFifo`). Throughput: one beat per
-    cycle in; each VC's output one beat per cycle.
+    Latency (:attr:`LATENCY`): a frame whose last beat arrives on ``i`` in cycle *t* offers
+    its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`).
+    Throughput: one beat per cycle in; each VC's output one beat per cycle.
 
     Members
     -------
-    i : In(PacketStream(8))
-        From the LLR receiver.
+    i : In(CutFrameStream())
+        From the LLR receiver, cut through: the verdict (``error``) on each frame's last beat.
     o : Out(PacketStream(8)).array(vcs)
     credits_advertised : In(range(credits + 1))
         Run-time cap on the credits advertised per VC (0: all ``credits``), see
         :class:`CreditReceiver`.
-    llr_held : In(16)
-        Frames the LLR receiver holds (committed, including one committing now).
     lcw_rx : In(LcwEvents())
         Received LCWs (CREDIT_SYNC is used).
     lcw_tx : Out(LcwStream())
@@ -66,7 +66,7 @@ class CbfcRx(wiring.Component):
     received, freed, limit, occupancy : Out(ArrayLayout(20, vcs))
     count : Out(Counters)
         Per VC: ``frames_received`` (stored), ``overruns`` (frames dropped for lack of room,
-        or cut, being longer than any frame the MAC passes), ``occupancy_high`` (most credits
+        or longer than any frame the MAC passes), ``occupancy_high`` (most credits
         ever held); ``bad_vc`` (frames of a VC ≥ ``vcs``); the credit receiver's
         ``updates_sent``, ``syncs_received``, ``leaked_credits``, ``bogus_syncs``.
     """
@@ -87,9 +87,8 @@ class CbfcRx(wiring.Component):
         self.update_period = UPDATE_PERIOD.validate("update_period", update_period)
         self.counter_init = counter_init
         super().__init__({
-            "i": In(PacketStream(MAC_BEAT_OCTETS)),
+            "i": In(CutFrameStream()),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
-            "llr_held": In(HELD_FRAME_BITS),
             "credits_advertised": In(range(self.credits + 1)),
             "lcw_rx": In(LcwEvents()),
             "lcw_tx": Out(LcwStream()),
@@ -117,7 +116,7 @@ class CbfcRx(wiring.Component):
         buffers = []
         for v in range(n):
             buffer = FrameFifo(words=words, frames=slots, credit_size=self.credit_size,
-                               drop_when_full=True, cut_through=True)
+                               drop_when_full=True)
             m.submodules[f"buffer{v}"] = buffer
             buffers.append(buffer)
             wiring.connect(m, buffer.o, wiring.flipped(self.o[v]))
@@ -127,13 +126,15 @@ class CbfcRx(wiring.Component):
         in_frame = Signal()
         cur = Signal(_VC_BITS)
         vc_now = Signal(_VC_BITS)
-        m.d.comb += [vc_now.eq(Mux(in_frame, cur, oefh_vc(beat.data))), self.i.ready.eq(1)]
+        m.d.comb += vc_now.eq(Mux(in_frame, cur, oefh_vc(beat.data)))
         with m.If(self.i.valid):
             m.d.sync += [in_frame.eq(~beat.last), cur.eq(vc_now)]
         counters.bad_vc.increment(m, self.i.valid & ~in_frame & (vc_now >= n))
         for v, buffer in enumerate(buffers):
             m.d.comb += [buffer.i.valid.eq(self.i.valid & (vc_now == v)),
-                         buffer.i.payload.eq(beat), buffer.reject.eq(0)]
+                         buffer.i.payload.data.eq(beat.data), buffer.i.payload.keep.eq(beat.keep),
+                         buffer.i.payload.first.eq(beat.first), buffer.i.payload.last.eq(beat.last),
+                         buffer.reject.eq(0), buffer.abort.eq(beat.user.error)]
 
         # --- credits: arrivals, and frees queued per VC ---------------------------------------
         for v, buffer in enumerate(buffers):
@@ -142,7 +143,7 @@ class CbfcRx(wiring.Component):
                              credits.arrive_cost.eq(Mux(buffer.stored, buffer.stored_cost,
                                                         buffer.dropped_cost))]
             counters.frames_received[v].increment(m, buffer.stored)
-            counters.overruns[v].increment(m, buffer.dropped | buffer.truncated)
+            counters.overruns[v].increment(m, buffer.dropped)
             counters.occupancy_high[v].track_max(m, credits.occupancy[v])
 
         turn = Signal(range(max(n, 2)))
@@ -160,33 +161,22 @@ class CbfcRx(wiring.Component):
                      + Mux(buffer.dropped, buffer.dropped_cost, 0))
             m.d.sync += to_free.eq(to_free + added - served)
 
-        # --- CREDIT_SYNC, held behind the frames the LLR receiver held when it came ----------
-        arrived = Signal(HELD_FRAME_BITS)
-        with m.If(self.i.valid & beat.last):
-            m.d.sync += arrived.eq(arrived + 1)
+        # --- CREDIT_SYNC: kept per VC until the credit receiver takes it --------------------
         lcw = self.lcw_rx
         sync = CREDIT_PAYLOAD.layout(lcw.payload.payload)
         sync_vc = sync.vc
         is_sync = lcw.valid & (lcw.payload.type == LcwType.CREDIT_SYNC) & (sync_vc < n)
         pending = Signal(n)
-        reached = Signal(n)
         values = [Signal(CREDIT_BITS, name=f"sync_value{v}") for v in range(n)]
-        targets = [Signal(HELD_FRAME_BITS, name=f"sync_target{v}") for v in range(n)]
-        half = 1 << (HELD_FRAME_BITS - 1)
-        for v in range(n):
-            m.d.comb += reached[v].eq(pending[v]
-                                      & ((arrived - targets[v])[:HELD_FRAME_BITS] < half))
-        apply_vc = lowest_set(m, reached, n, "sync_apply_vc")
-        m.d.comb += [credits.sync.eq(reached != 0), credits.sync_vc.eq(apply_vc)]
+        apply_vc = lowest_set(m, pending, n, "sync_apply_vc")
+        m.d.comb += [credits.sync.eq(pending != 0), credits.sync_vc.eq(apply_vc)]
         for v in range(n):
             with m.If(apply_vc == v):
                 m.d.comb += credits.sync_value.eq(values[v])
             with m.If(credits.sync & credits.sync_ready & (apply_vc == v)):
                 m.d.sync += pending[v].eq(0)
             with m.If(is_sync & (sync_vc == v)):
-                m.d.sync += [pending[v].eq(1),
-                             values[v].eq(sync.credits),
-                             targets[v].eq(arrived + self.llr_held)]
+                m.d.sync += [pending[v].eq(1), values[v].eq(sync.credits)]
 
         wiring.connect(m, credits.lcw_tx, wiring.flipped(self.lcw_tx))
         m.d.comb += credits.credits.eq(self.credits_advertised)

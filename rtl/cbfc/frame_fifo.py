@@ -46,6 +46,10 @@ class FrameFifo(wiring.Component):
     dropped (the last of them leaves with ``last``; ``truncated`` strobes with it) and the
     rest of it is discarded.
 
+    ``abort`` (store and forward only), sampled with a frame's last beat, rolls the frame back
+    as if it had never come: nothing is ``stored`` or ``dropped`` (a frame the link layer
+    found bad after passing it on cut-through, spec v1.1 §7; it is resent and stored then).
+
     Members
     -------
     i : In(PacketStream(8)), o : Out(PacketStream(8))
@@ -53,6 +57,8 @@ class FrameFifo(wiring.Component):
         Only with ``spare_slot``: a frame starting now may take the last slot.
     reject : In(1)
         Drop the frame whose first beat is on ``i`` (sampled with that beat).
+    abort : In(1)
+        Only without ``cut_through``: roll back the frame whose last beat is on ``i``.
     stored, stored_cost : Out(1), Out(COST_BITS)
         A frame was stored (strobe at its last beat) and its cost.
     dropped, dropped_cost : Out(1), Out(COST_BITS)
@@ -84,6 +90,7 @@ class FrameFifo(wiring.Component):
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
             "reject": In(1),
+            **({} if cut_through else {"abort": In(1)}),
             "stored": Out(1), "stored_cost": Out(COST_BITS),
             "dropped": Out(1), "dropped_cost": Out(COST_BITS),
             "frames": Out(range(frames + 1)),
@@ -134,9 +141,12 @@ class FrameFifo(wiring.Component):
             lost_now = 0
         take = self.i.valid & self.i.ready
         too_long = ~first & (words_in == MAX_FRAME_WORDS)
+        aborted = Signal()             # this beat ends a frame that is rolled back
+        if not self.cut_through:
+            m.d.comb += aborted.eq(take & beat.last & self.abort)
         drop_now = Signal()
         m.d.comb += drop_now.eq(take & ~(discard & ~first)
-                                & ((first & self.reject) | lost_now | too_long))
+                                & ((first & self.reject) | lost_now | too_long | aborted))
         # Cut-through: a too-long frame's head may have left, so it is cut, not dropped.
         cut = Signal()                 # this beat ends a too-long cut-through frame
         trimmed = Signal()             # the rest of a cut frame is being discarded
@@ -171,7 +181,7 @@ class FrameFifo(wiring.Component):
         dropping = drop_now | (take & discard & ~first)
         m.d.comb += [
             self.stored.eq((ends | cut) & ~dropping), self.stored_cost.eq(cost),
-            self.dropped.eq(ends & dropping & ~trimmed), self.dropped_cost.eq(cost),
+            self.dropped.eq(ends & dropping & ~trimmed & ~aborted), self.dropped_cost.eq(cost),
             cost_wr.addr.eq(cost_in[:FW]), cost_wr.data.eq(cost), cost_wr.en.eq(self.stored),
         ]
         with m.If(self.stored):

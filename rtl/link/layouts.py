@@ -20,7 +20,7 @@ from ..wire import LCW, SEQ_BITS
 
 __all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout", "LcwStream",
            "LcwEvents", "MacTxUserLayout", "MacRxUserLayout", "MacTxFrameLayout",
-           "MacRxFrameLayout", "xgmii_tx", "xgmii_rx"]
+           "MacRxFrameLayout", "CutFrameLayout", "CutFrameStream", "xgmii_tx", "xgmii_rx"]
 
 #: The MAC's packet side carries one XGMII word of frame octets per beat.
 MAC_BEAT_OCTETS = 8
@@ -96,3 +96,18 @@ class MacRxFrameLayout(data.StructLayout):
     :class:`~ethlink.rtl.stream.PacketLayout` members and ``user`` (:class:`MacRxUserLayout`)."""
     def __init__(self):
         super().__init__(_frame_beat(MacRxUserLayout()))
+
+
+class CutFrameLayout(data.StructLayout):
+    """A frame-body beat passed on before the frame is judged (spec v1.1 §7, cut-through): the
+    :class:`~ethlink.rtl.stream.PacketLayout` members and ``user.error`` (``tuser[0]`` at an
+    export), valid on the last beat: the frame is bad and everything of it must be rolled
+    back (it leaves no trace but counters)."""
+    def __init__(self):
+        super().__init__(_frame_beat(data.StructLayout({"error": unsigned(1)})))
+
+
+def CutFrameStream():
+    """A stream of :class:`CutFrameLayout` beats that never waits (``always_ready``): the line
+    cannot be stopped, so its consumer has room for whatever its credits allowed."""
+    return stream.Signature(CutFrameLayout(), always_ready=True)

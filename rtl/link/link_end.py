@@ -20,8 +20,9 @@ from ..params import parameters
 from ..stream import PacketStream
 from ..wire import XgmiiControl
 from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
-from .layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS, xgmii_rx, xgmii_tx
-from .llr_rx import LlrRx, RxState, HELD_FRAME_BITS, ACK_EVERY, ACK_TIMER
+from .layouts import (CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS, xgmii_rx,
+                      xgmii_tx)
+from .llr_rx import LlrRx, RxState, HELD_FRAME_BITS, ACK_EVERY, ACK_TIMER, RX_CUT_THROUGH
 from .llr_tx import LlrTx, TxState, TIMER_BITS, BUFFER_FRAMES, REPLAY_MAX
 from .mac_rx import MacRx
 from .mac_tx import MacTx, IFG, LCW_IN_FRAME
@@ -62,20 +63,23 @@ def link_management():
 
 
 @parameters(buffer_octets=FRAME_BUFFER_OCTETS, buffer_frames=BUFFER_FRAMES,
-            rx_buffer_octets=FRAME_BUFFER_OCTETS, replay_max=REPLAY_MAX, ack_every=ACK_EVERY,
-            ack_timer=ACK_TIMER, ping_interval=PING_INTERVAL, ifg=IFG,
-            lcw_in_frame=LCW_IN_FRAME)
+            rx_buffer_octets=FRAME_BUFFER_OCTETS, rx_cut_through=RX_CUT_THROUGH,
+            replay_max=REPLAY_MAX, ack_every=ACK_EVERY, ack_timer=ACK_TIMER,
+            ping_interval=PING_INTERVAL, ifg=IFG, lcw_in_frame=LCW_IN_FRAME)
 class LinkEnd(wiring.Component):
     """The link layer of one port: frames in and out on packet streams, XGMII on the line side.
 
     Parameters are those of :class:`LlrTx` (``buffer_octets``, ``buffer_frames``,
-    ``replay_max``), :class:`LlrRx` (``rx_buffer_octets``, ``ack_every``, ``ack_timer``),
+    ``replay_max``), :class:`LlrRx` (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``,
+    ``ack_timer``),
     :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``).
 
     Members
     -------
     i : In(PacketStream(8)), o : Out(PacketStream(8))
-        Frame bodies (OEFH + TH + payload) to send and received, in order, exactly once.
+        Frame bodies (OEFH + TH + payload) to send and received, in order, exactly once. With
+        ``rx_cut_through`` ``o`` is a :func:`~.layouts.CutFrameStream` (no receive buffer,
+        every frame's verdict on its last beat, see :class:`LlrRx`).
     txd, txc : Out(64), Out(8); rxd, rxc : In(64), In(8)
         XGMII towards and from the line.
     lcw_tx_ext : In(LcwStream())
@@ -94,15 +98,17 @@ class LinkEnd(wiring.Component):
     by ``ethlink bench link``.
     """
     def __init__(self, *, buffer_octets=16384, buffer_frames=64, rx_buffer_octets=8192,
-                 replay_max=8, ack_every=8, ack_timer=128, ping_interval=1024, ifg=12,
-                 lcw_in_frame=1):
+                 rx_cut_through=0, replay_max=8, ack_every=8, ack_timer=128,
+                 ping_interval=1024, ifg=12, lcw_in_frame=1):
         self.params = dict(buffer_octets=buffer_octets, buffer_frames=buffer_frames,
-                           rx_buffer_octets=rx_buffer_octets, replay_max=replay_max,
+                           rx_buffer_octets=rx_buffer_octets, rx_cut_through=rx_cut_through,
+                           replay_max=replay_max,
                            ack_every=ack_every, ack_timer=ack_timer,
                            ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame)
         #: Frame bodies in and out: what a pair's harness drives.
         self.frame_members = {"i": In(PacketStream(MAC_BEAT_OCTETS)),
-                              "o": Out(PacketStream(MAC_BEAT_OCTETS))}
+                              "o": Out(CutFrameStream() if rx_cut_through
+                                       else PacketStream(MAC_BEAT_OCTETS))}
         #: What software sees of the end (:func:`link_management`).
         self.management_members = link_management()
         super().__init__({
@@ -123,7 +129,7 @@ class LinkEnd(wiring.Component):
         m.submodules.mac_tx = mac_tx = MacTx(ifg=p["ifg"], lcw_in_frame=p["lcw_in_frame"])
         m.submodules.mac_rx = mac_rx = MacRx()
         m.submodules.llr_rx = llr_rx = LlrRx(p["rx_buffer_octets"], p["ack_every"],
-                                             p["ack_timer"])
+                                             p["ack_timer"], p["rx_cut_through"])
         m.submodules.ping = ping = PingUnit(p["ping_interval"])
         m.submodules.lcws = lcws = LcwArbiter(4)
 

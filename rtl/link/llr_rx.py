@@ -7,7 +7,7 @@ or ``ack_timer`` cycles; on a bad FCS, a missing frame or an out-of-order seq it
 LLR_NACK carrying the last good seq, then discards everything until the expected seq arrives.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import enum, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
@@ -16,14 +16,15 @@ from amaranth.utils import exact_log2
 from ..buffer import FRAME_BUFFER_OCTETS, FrameWordLayout, MAX_FRAME_WORDS, read_committed
 from ..compose import forward
 from ..counters import CounterBank, Counters
-from ..params import IntRange, Param, parameters
+from ..params import Flag, IntRange, Param, parameters
 from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import (LCW_PAYLOAD_BITS, LcwEvents, LcwStream, MacRxFrameLayout, MAC_BEAT_OCTETS,
-                      SEQ_BITS)
+                      SEQ_BITS, CutFrameStream)
 
-__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "HELD_FRAME_BITS", "RxAcceptor",
-           "AckCadence", "RxLcwSender", "RxDelivery"]
+__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "RX_CUT_THROUGH", "HELD_FRAME_BITS",
+           "RxAcceptor", "AckCadence", "RxLcwSender", "RxBufferWriter", "RxDelivery",
+           "RxCutThrough"]
 
 _SEQ_HALF = 1 << (SEQ_BITS - 1)
 #: Width of :attr:`LlrRx.held_frames`.
@@ -40,9 +41,12 @@ class RxState(enum.Enum, shape=2):
 ACK_EVERY = Param("an LLR_ACK at least every this many frames", IntRange(1, 255))
 ACK_TIMER = Param("... or this many cycles after the oldest unacknowledged frame",
                   IntRange(1, 65535))
+RX_CUT_THROUGH = Param("1: no receive buffer, frames pass on as they arrive with a late "
+                       "verdict (for a layer above that buffers them, CBFC)", Flag())
 
 
-@parameters(buffer_octets=FRAME_BUFFER_OCTETS, ack_every=ACK_EVERY, ack_timer=ACK_TIMER)
+@parameters(buffer_octets=FRAME_BUFFER_OCTETS, ack_every=ACK_EVERY, ack_timer=ACK_TIMER,
+            cut_through=RX_CUT_THROUGH)
 class LlrRx(wiring.Component):
     """Accept the frames of one link direction in order, acknowledge them, ask for replays, and
     hand the good ones to the upper layer (spec §7).
@@ -51,9 +55,9 @@ class LlrRx(wiring.Component):
     their last (``user.error``):
 
     * **OFF** (until the partner's LLR_INIT): sequenced frames are discarded.
-    * **Expected seq**, room for a longest frame in the buffer: the frame is written into the
-      receive buffer as it arrives; at its last beat it is committed (good) or rolled back
-      (bad: counted, and one LLR_NACK). The arrival of the expected seq ends a discard period
+    * **Expected seq**, room for a longest frame in the buffer: the frame is taken as it
+      arrives; at its last beat it is committed (good) or rolled back (bad: counted, and one
+      LLR_NACK). Only a committed frame advances the expected seq and is acknowledged. The arrival of the expected seq ends a discard period
       (the seq is in the start word, outside the FCS), so when that frame fails its FCS it is
       a new loss and gets its own NACK, even in NACK_SENT: a replay hit by an error is asked
       for again at once instead of after the sender's replay timer.
@@ -68,19 +72,26 @@ class LlrRx(wiring.Component):
     ACKs are cumulative (newest accepted seq): one is sent once ``ack_every`` frames are
     unacknowledged, or ``ack_timer`` cycles after the oldest unacknowledged one.
 
-    The receive buffer (``buffer_octets`` of block RAM) holds committed frames until ``o``
-    takes them; ``o`` is back-pressured freely. A frame that finds no room is refused and
-    replayed later by the sender, so back-pressure on ``o`` never loses a frame.
+    **Buffered** (default): the receive buffer (``buffer_octets`` of block RAM) holds
+    committed frames until ``o`` takes them; ``o`` is back-pressured freely. A frame that finds
+    no room is refused and replayed later by the sender, so back-pressure on ``o`` never loses
+    a frame. Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last
+    beat arrives on ``mac`` (store and forward: a frame is known good only at its end).
 
-    Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat arrives
-    on ``mac`` (store and forward: a frame is known good only at its end). Throughput: one beat
-    per cycle.
+    **Cut-through** (``cut_through=1``, spec v1.1 §7): no buffer. Every beat of a frame taken
+    is offered on ``o`` (:func:`~.layouts.CutFrameStream`, never waits) 1 cycle after it
+    arrives, and the frame's last beat carries the verdict: ``error`` = 1 for a bad frame
+    (and for a frame an LLR_INIT cut short: a last beat ``keep`` = 0, ``error`` = 1 ends it),
+    which the layer above must roll back. The layer above must have room for every frame its
+    credits allow (CBFC). ``held_frames`` is 0: a frame is passed on as it is committed.
+
+    Throughput: one beat per cycle.
 
     Members
     -------
     mac : In(stream.Signature(MacRxFrameLayout))
         Frames from the MAC (always ready: the line cannot wait).
-    o : Out(PacketStream(8))
+    o : Out(PacketStream(8)), or Out(CutFrameStream()) when cut through
         Accepted frame bodies, in order.
     lcw_rx : In(LcwEvents())
         LCWs from the partner; LLR_INIT is used.
@@ -99,13 +110,14 @@ class LlrRx(wiring.Component):
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "acks_sent", "duplicates",
                 "seq_errors", "discarded", "overflows", "unsequenced", "inits_received")
 
-    def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=128):
+    def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=128, cut_through=0):
         self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
         self.ack_every = ack_every
         self.ack_timer = ack_timer
+        self.cut_through = cut_through
         super().__init__({
             "mac": In(stream.Signature(MacRxFrameLayout())),
-            "o": Out(PacketStream(MAC_BEAT_OCTETS)),
+            "o": Out(CutFrameStream() if cut_through else PacketStream(MAC_BEAT_OCTETS)),
             "lcw_rx": In(LcwEvents()),
             "lcw_tx": Out(LcwStream()),
             "state": Out(RxState),
@@ -114,40 +126,59 @@ class LlrRx(wiring.Component):
         })
 
     def elaborate(self, platform):
-        # mac ─▶ RxAcceptor ─▶ buffer ─▶ RxDelivery ─▶ o
+        # mac ─▶ RxAcceptor ─ frame ─▶ RxBufferWriter ─▶ buffer ─▶ RxDelivery ─▶ o
+        #          │                └▶ RxCutThrough ─▶ o            (cut_through)
         #          └ events ─▶ AckCadence ─▶ RxLcwSender ─▶ lcw_tx
         m = Module()
-        W = self.buffer_words
-
-        buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
-        m.submodules.buffer = buffer
-        wr = buffer.write_port()
-        rd = buffer.read_port()
-
-        m.submodules.acceptor = acceptor = RxAcceptor(W)
-        m.submodules.delivery = delivery = RxDelivery(W)
+        m.submodules.acceptor = acceptor = RxAcceptor()
         m.submodules.cadence = cadence = AckCadence(self.ack_every, self.ack_timer)
         m.submodules.sender = sender = RxLcwSender()
-
         wiring.connect(m, wiring.flipped(self.mac), acceptor.mac)
         wiring.connect(m, wiring.flipped(self.lcw_rx), acceptor.lcw_rx)
-        wiring.connect(m, acceptor.buffer, wr)
-        wiring.connect(m, delivery.buffer, rd)
-        wiring.connect(m, delivery.o, wiring.flipped(self.o))
         wiring.connect(m, acceptor.events, cadence.events, sender.events)
         wiring.connect(m, sender.lcw_tx, wiring.flipped(self.lcw_tx))
         m.d.comb += [
-            acceptor.rd_ptr.eq(delivery.rd_ptr),
-            delivery.commit.eq(acceptor.commit),
-            delivery.committing.eq(acceptor.committing),
             cadence.ack_sent.eq(sender.ack_sent),
             sender.ack_due.eq(cadence.due),
             self.state.eq(acceptor.events.state),
-            self.held_frames.eq(delivery.held_frames),
         ]
         for part in (acceptor, sender):
             forward(m, self.count, part.count)
+
+        if self.cut_through:
+            m.submodules.cut = cut = RxCutThrough()
+            wiring.connect(m, acceptor.frame, cut.frame)
+            wiring.connect(m, cut.o, wiring.flipped(self.o))
+            # Every frame is passed on as it is committed: the LLR holds none.
+            m.d.comb += acceptor.room.eq(1)
+            return m
+
+        W = self.buffer_words
+        buffer = Memory(shape=FrameWordLayout(), depth=W, init=[])
+        m.submodules.buffer = buffer
+        m.submodules.writer = writer = RxBufferWriter(W)
+        m.submodules.delivery = delivery = RxDelivery(W)
+        wiring.connect(m, acceptor.frame, writer.frame)
+        wiring.connect(m, writer.buffer, buffer.write_port())
+        wiring.connect(m, delivery.buffer, buffer.read_port())
+        wiring.connect(m, delivery.o, wiring.flipped(self.o))
+        m.d.comb += [
+            acceptor.room.eq(writer.room),
+            writer.rd_ptr.eq(delivery.rd_ptr),
+            delivery.commit.eq(writer.commit),
+            delivery.committing.eq(writer.committing),
+            self.held_frames.eq(delivery.held_frames),
+        ]
         return m
+
+
+def RxFrameTake():
+    """A frame beat :class:`RxAcceptor` takes, as its writer sees it: ``en`` a beat is taken
+    (``beat``: data, keep, last); ``error`` with a last beat: the frame is bad, roll it back;
+    ``cancel``: an LLR_INIT drops the frame being taken (it has no last beat; a last beat in
+    the same cycle is kept unless it is bad). All of the current cycle."""
+    return wiring.Signature({"en": Out(1), "beat": Out(FrameWordLayout()), "error": Out(1),
+                             "cancel": Out(1)})
 
 
 def RxEvents():
@@ -162,12 +193,13 @@ def RxEvents():
 
 
 class RxAcceptor(wiring.Component):
-    """Judge each frame from the MAC and write the accepted ones into the receive buffer.
+    """Judge each frame from the MAC: take the accepted ones, commit or roll them back.
 
     The rules are :class:`LlrRx`'s: a frame is taken on its first beat (expected seq or
-    unsequenced, and room for a longest frame), written as it arrives, and committed or rolled
-    back at its last beat (``user.error``). The receiver state (OFF, SEND_ACKS, NACK_SENT) and
-    the expected seq live here; an LLR_INIT resets them and drops a frame still arriving.
+    unsequenced, and ``room`` for a longest frame), passed on ``frame`` as it arrives, and
+    committed or rolled back at its last beat (``user.error``). The receiver state (OFF,
+    SEND_ACKS, NACK_SENT) and the expected seq live here; an LLR_INIT resets them and cancels
+    a frame still arriving.
 
     Members
     -------
@@ -175,63 +207,45 @@ class RxAcceptor(wiring.Component):
         Frames from the MAC (always ready).
     lcw_rx : In(LcwEvents())
         LCWs from the partner; LLR_INIT is used.
-    buffer : Out(WritePort.Signature(FrameWordLayout))
-        Write port of the receive buffer.
-    rd_ptr : In(addr bits + 1)
-        The reader's pointer (:class:`RxDelivery`): the words before it are free.
-    commit : Out(addr bits + 1)
-        End of the committed words.
-    committing : Out(1)
-        A frame (sequenced or not) is committed this cycle.
+    room : In(1)
+        A longest frame fits where frames go (the receive buffer, or always when cut through).
+    frame : Out(RxFrameTake)
+        The beats taken, the verdict at the last, a cancel.
     events : Out(RxEvents)
     count : Out(Counters)
         All of :class:`LlrRx`'s counters but ``acks_sent``.
 
-    Latency: a frame's words are written in the cycle they arrive; ``commit`` moves in the
-    cycle after its last beat. Strobes on ``events`` are of the cycle of the beat or LCW.
-    Throughput: one beat per cycle.
+    Latency: combinational from ``mac`` to ``frame`` and ``events`` (strobes are of the cycle
+    of the beat or LCW). Throughput: one beat per cycle.
     """
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "duplicates", "seq_errors",
                 "discarded", "overflows", "unsequenced", "inits_received")
 
-    def __init__(self, words):
-        self.words = words
-        aw = exact_log2(words)
+    def __init__(self):
         super().__init__({
             "mac": In(stream.Signature(MacRxFrameLayout())),
             "lcw_rx": In(LcwEvents()),
-            "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
-            "rd_ptr": In(aw + 1),
-            "commit": Out(aw + 1),
-            "committing": Out(1),
+            "room": In(1),
+            "frame": Out(RxFrameTake()),
             "events": Out(RxEvents()),
             "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        W = self.words
-        AW = exact_log2(W)
         counters = CounterBank(m, self.count)
-        wr, ev, rd_ptr = self.buffer, self.events, self.rd_ptr
+        ev, room, frame = self.events, self.room, self.frame
 
         state = Signal(RxState)
         expected = Signal(SEQ_BITS)
         last_good = Signal(SEQ_BITS)
         m.d.comb += [ev.state.eq(state), last_good.eq(expected - 1), ev.last_good.eq(last_good)]
 
-        # wr_ptr runs ahead of commit while a frame is written.
-        wr_ptr = Signal(AW + 1)
-        commit = Signal(AW + 1)
-        free = Signal(AW + 1)
-        m.d.comb += free.eq(W - (wr_ptr - rd_ptr)[:AW + 1])
-        room = free >= MAX_FRAME_WORDS
-
         beat = self.mac.payload
         m.d.comb += self.mac.ready.eq(1)
         arrive = self.mac.valid
         in_frame = Signal()            # beats of a frame have arrived, its last not yet
-        taking = Signal()              # ... and it is being written
+        taking = Signal()              # ... and it is being taken
         first = arrive & ~in_frame
         distance = Signal(SEQ_BITS)
         m.d.comb += distance.eq(beat.user.seq - expected)
@@ -245,11 +259,11 @@ class RxAcceptor(wiring.Component):
                 m.d.comb += accept_now.eq(is_expected & room)
         writing = (first & accept_now) | (arrive & in_frame & taking)
         m.d.comb += [
-            wr.addr.eq(wr_ptr[:AW]),
-            wr.data.data.eq(beat.data),
-            wr.data.keep.eq(beat.keep),
-            wr.data.last.eq(beat.last),
-            wr.en.eq(writing),
+            frame.en.eq(writing),
+            frame.beat.data.eq(beat.data),
+            frame.beat.keep.eq(beat.keep),
+            frame.beat.last.eq(beat.last),
+            frame.error.eq(beat.user.error),
         ]
 
         def ask_nack(always=False):
@@ -264,8 +278,6 @@ class RxAcceptor(wiring.Component):
             m.d.sync += in_frame.eq(~beat.last)
             with m.If(first):
                 m.d.sync += taking.eq(accept_now & ~beat.last)
-        with m.If(writing):
-            m.d.sync += wr_ptr.eq(wr_ptr + 1)
 
         with m.If(first & beat.user.sequenced & (state != RxState.OFF) & ~accept_now):
             with m.If(is_old):
@@ -285,12 +297,10 @@ class RxAcceptor(wiring.Component):
 
         with m.If(writing & beat.last):
             with m.If(beat.user.error):
-                m.d.sync += wr_ptr.eq(commit)             # roll the frame back
                 counters["bad_frames"].increment(m, 1)
                 with m.If(beat.user.sequenced):
                     ask_nack(always=True)
             with m.Else():
-                m.d.sync += commit.eq(wr_ptr + 1)
                 with m.If(beat.user.sequenced):
                     m.d.comb += ev.committed.eq(1)
                     m.d.sync += [expected.eq(expected + 1), state.eq(RxState.SEND_ACKS)]
@@ -307,19 +317,109 @@ class RxAcceptor(wiring.Component):
                 state.eq(RxState.SEND_ACKS),
                 taking.eq(0),
             ]
-            # A frame ending now came before the INIT and is kept; one still arriving is
-            # dropped (it belongs to the old sequence).
-            with m.If(writing & beat.last & ~beat.user.error):
-                m.d.sync += wr_ptr.eq(wr_ptr + 1)
-            with m.Else():
-                m.d.sync += wr_ptr.eq(commit)
+        # A frame ending now came before the INIT and is kept; one still arriving is dropped
+        # (it belongs to the old sequence).
+        m.d.comb += frame.cancel.eq(init & (taking | writing)
+                                    & ~(writing & beat.last & ~beat.user.error))
 
         m.d.comb += [
             ev.init.eq(init),
             ev.init_payload.eq(lcw.payload.payload),
-            self.commit.eq(commit),
-            self.committing.eq(writing & beat.last & ~beat.user.error),
         ]
+        return m
+
+
+class RxBufferWriter(wiring.Component):
+    """Write the frames :class:`RxAcceptor` takes into the receive buffer; commit the good
+    ones, roll back the bad and cancelled ones.
+
+    Members
+    -------
+    frame : In(RxFrameTake)
+    buffer : Out(WritePort.Signature(FrameWordLayout))
+        Write port of the receive buffer.
+    rd_ptr : In(addr bits + 1)
+        The reader's pointer (:class:`RxDelivery`): the words before it are free.
+    room : Out(1)
+        A longest frame fits (registered pointers, combinational compare).
+    commit : Out(addr bits + 1)
+        End of the committed words.
+    committing : Out(1)
+        A frame is committed this cycle.
+
+    Latency: a beat is written in the cycle it is taken; ``commit`` moves in the cycle after
+    a frame's last beat. Throughput: one beat per cycle.
+    """
+    def __init__(self, words):
+        self.words = words
+        aw = exact_log2(words)
+        super().__init__({
+            "frame": In(RxFrameTake()),
+            "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
+            "rd_ptr": In(aw + 1),
+            "room": Out(1),
+            "commit": Out(aw + 1),
+            "committing": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.words
+        AW = exact_log2(W)
+        frame, wr = self.frame, self.buffer
+        # wr_ptr runs ahead of commit while a frame is written.
+        wr_ptr = Signal(AW + 1)
+        commit = Signal(AW + 1)
+        free = Signal(AW + 1)
+        m.d.comb += [free.eq(W - (wr_ptr - self.rd_ptr)[:AW + 1]),
+                     self.room.eq(free >= MAX_FRAME_WORDS)]
+        m.d.comb += [wr.addr.eq(wr_ptr[:AW]), wr.data.eq(frame.beat), wr.en.eq(frame.en)]
+        good_end = frame.en & frame.beat.last & ~frame.error
+        with m.If(frame.en):
+            m.d.sync += wr_ptr.eq(wr_ptr + 1)
+        with m.If(good_end):
+            m.d.sync += commit.eq(wr_ptr + 1)
+        with m.Elif((frame.en & frame.beat.last) | frame.cancel):
+            m.d.sync += wr_ptr.eq(commit)             # roll the frame back
+        m.d.comb += [self.commit.eq(commit), self.committing.eq(good_end)]
+        return m
+
+
+class RxCutThrough(wiring.Component):
+    """Pass the frames :class:`RxAcceptor` takes straight on, the verdict on the last beat.
+
+    Each beat taken is offered on ``o`` the next cycle; the frame's last beat has ``error`` =
+    1 when the frame is bad. A cancelled frame (LLR_INIT) ends with a last beat ``error`` = 1
+    (``keep`` = 0 unless a beat was taken in that cycle), so every frame begun on ``o`` ends
+    there and the layer above rolls back every bad one.
+
+    Members
+    -------
+    frame : In(RxFrameTake)
+    o : Out(CutFrameStream())
+        Never waits: the layer above keeps up (CBFC gives it room for every frame).
+
+    Latency: 1 cycle (a register). Throughput: one beat per cycle.
+    """
+    def __init__(self):
+        super().__init__({"frame": In(RxFrameTake()), "o": Out(CutFrameStream())})
+
+    def elaborate(self, platform):
+        m = Module()
+        frame, o = self.frame, self.o
+        out = o.payload
+        open_ = Signal()               # a frame has begun on o and not ended
+        ends = (frame.en & frame.beat.last) | frame.cancel
+        m.d.sync += [
+            o.valid.eq(frame.en | frame.cancel),
+            out.data.eq(frame.beat.data),
+            out.keep.eq(Mux(frame.en, frame.beat.keep, 0)),
+            out.first.eq(~open_),
+            out.last.eq(ends),
+            out.user.error.eq(((frame.en & frame.beat.last) & frame.error) | frame.cancel),
+        ]
+        with m.If(frame.en | frame.cancel):
+            m.d.sync += open_.eq(~ends)
         return m
 
 

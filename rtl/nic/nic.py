@@ -234,10 +234,11 @@ class Nic(wiring.Component):
     #: of ``n`` beats (a store) takes ``n − 2`` more: CbfcTx sends a frame once wholly queued.
     TX_LATENCY = 9
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
-    #: (``m_axi_arvalid``): the MAC and LLR take the frame whole (its FCS is checked before
-    #: any of it is passed on), CbfcRx 2 (cut-through), the port merge 0, the target 3
-    #: (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
-    RX_LATENCY = 13
+    #: (``m_axi_arvalid``): the MAC's last beat 6 (2 after the ``/T/`` word), the LLR 1 (it
+    #: cuts through), CbfcRx 2 (the VC buffer offers a frame 2 cycles after its last beat:
+    #: the one store-and-forward copy, rolled back if the frame is bad), the port merge 0, the
+    #: target 3 (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
+    RX_LATENCY = 12
     #: The NIC's own counters (beside its engines').
     COUNTERS = ("purges",)
 
