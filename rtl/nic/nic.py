@@ -249,7 +249,8 @@ class Nic(wiring.Component):
         self._target = LsTarget(W, windows, addr_width)
         self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
         self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
-        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, **port_params) for _ in range(ports)]
+        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True, **port_params)
+                      for _ in range(ports)]
         target = self._target.signature.members
         rdma_req = self._rdma_requester.signature.members
         rdma_tgt = self._rdma_target.signature.members
