@@ -73,7 +73,9 @@ class FrameSteer(wiring.Component):
     ``entropy`` match an entry, or the answer arriving in that very cycle, leaves at once on
     that port (no lookup, no hold). ``changed`` (a SEN taken, a link's state changed) empties
     every entry and spoils the answers still on their way, so a frame never takes a port
-    looked up before the paths changed; nor does it while ``retry`` is high.
+    looked up before the paths changed; nor does it while ``retry`` is high. With hints the
+    lookup must answer exactly ``lookup_latency`` cycles after it is asked (as
+    :class:`Reachability` does); without them, any time later.
 
     Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
     (2 with :class:`Reachability`), or in the cycle it is offered when a lookup ahead found its
@@ -107,12 +109,15 @@ class FrameSteer(wiring.Component):
         returns ``(own, hit, hit_port)``: the answer on ``result`` is the block's own; the
         first beat's port is known now, and which it is."""
         L, lookup, result = self.lookup_latency, self.lookup, self.result
+        m.d.comb += lookup.valid.eq(asked)
+        if not self.hints:
+            # One lookup at a time: any answer is the block's own, however late it comes.
+            return C(1, 1), C(0, 1), C(0, 2)
+        # The lookup port is shared with the hints: answers are told apart by their time.
         own = [Signal(name=f"own{k}") for k in range(L + 1)]
-        m.d.comb += [own[0].eq(asked), lookup.valid.eq(asked)]
+        m.d.comb += own[0].eq(asked)
         for k in range(L):
             m.d.sync += own[k + 1].eq(own[k])
-        if not self.hints:
-            return own[L], C(0, 1), C(0, 2)
         n = self.hints
         changed = self.changed
         src = Signal(range(max(n, 2)))
