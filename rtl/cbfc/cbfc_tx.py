@@ -272,12 +272,12 @@ class CbfcTx(wiring.Component):
             halted = Signal()
             grant = grant & ~halted
         picked_empty = Signal()
-        m.d.comb += picked_empty.eq(empty.bit_select(pick, 1))
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
         for v in range(n):
             with m.If(pick == v):
-                m.d.comb += push.data.eq(Cat(Const(v, 3), costs[v]))
+                m.d.comb += [push.data.eq(Cat(Const(v, 3), costs[v])),
+                             picked_empty.eq(empty[v])]
         with m.If(grant):
             m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick), w_ptr.eq(w_ptr + 1),
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
