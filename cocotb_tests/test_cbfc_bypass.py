@@ -70,8 +70,8 @@ def test_bypass_latency_and_gaps():
         ctx.set(dut.o.ready, 1)
         await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, 0, 100)
         await ctx.tick().repeat(3)
-        # A LOAD_REQ (14 octets, 18 with its FCS) on an idle VC with credits: its first beat leaves in the
-        # cycle it is offered (the grant is the transfer).
+        # A LOAD_REQ (14 octets, 18 with its FCS) on an idle VC with credits: its first beat
+        # leaves in the cycle it is offered (the grant is the transfer).
         load = ls_frame(rng, 0, Opcode.LOAD_REQ)
         await send(ctx, clock, dut.i[0], load)
         await ctx.tick().repeat(5)

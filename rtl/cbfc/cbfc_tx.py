@@ -137,8 +137,8 @@ class CbfcTx(wiring.Component):
     Latency (:attr:`LATENCY`): a frame whose last beat is taken on ``i`` in cycle *t*, with
     credits available and ``o`` idle, offers its first beat on ``o`` in *t* + 2 (committed
     and granted in *t* + 1, out of the block RAM in *t* + 2). A bypassing frame's beats are
-    on ``o`` in the cycle they are offered on ``i`` (:attr:`BYPASS_LATENCY` = 0). A CREDIT_UPDATE taken in
-    cycle *c* that gives a waiting frame its credits puts its first beat on ``o`` in *c* + 2.
+    on ``o`` in the cycle they are offered on ``i`` (:attr:`BYPASS_LATENCY` = 0). A
+    CREDIT_UPDATE taken in cycle *c* that gives a waiting frame its credits puts its first beat on ``o`` in *c* + 2.
     Throughput: one beat per cycle, plus one cycle per frame (none for a bypassing frame).
 
     Members
