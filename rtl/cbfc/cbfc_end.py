@@ -54,7 +54,9 @@ class CbfcEnd(wiring.Component):
     ``rx_vc_credits`` (credits advertised per VC, 0: the whole buffer), ``update_threshold``
     (0: an eighth of the credits advertised), ``update_period``, ``sync_period``, and every
     parameter of :class:`LinkEnd`; ``resteer`` adds :class:`CbfcTx`'s re-steering interface
-    (``resteer``, and ``count.frames_diverted``).
+    (``resteer``, and ``count.frames_diverted``); ``bypass`` lets a frame whose TH tells its
+    length skip an empty transmit queue (:class:`CbfcTx`; its gaps, if any, are filled by the
+    MAC with LCWs, which needs ``lcw_in_frame``).
 
     Members
     -------
@@ -80,21 +82,22 @@ class CbfcEnd(wiring.Component):
         ``resteer=True`` only.
 
     Latency: CbfcTx (:attr:`CbfcTx.LATENCY`, 2 cycles from a frame's last beat in to its first
-    beat out: store and forward) + the link (its receiver cut through: no receive buffer in
-    the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2 cycles from a frame's last beat in
-    to its first beat out: the VC buffer is the one store-and-forward copy, rolled back when
-    the frame is bad); docs/cbfc.md.
+    beat out: store and forward; with ``bypass``, 0 cycles from its first beat in for a frame
+    that finds its queue empty, :attr:`CbfcTx.BYPASS_LATENCY`) + the link (its receiver cut
+    through: no receive buffer in the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2
+    cycles from a frame's last beat in to its first beat out: the VC buffer is the one
+    store-and-forward copy, rolled back when the frame is bad); docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
-                 resteer=False, **link_params):
+                 resteer=False, bypass=False, **link_params):
         self.vcs = vcs
         self.link_params = link_params
         self._tx = dict(credit_size=credit_size, queue_octets=tx_vc_octets,
                         sync_period=sync_period,
                         llr_frames=link_params.get("buffer_frames",
                                                    LinkEnd.PARAMETERS["buffer_frames"][0]),
-                        resteer=resteer)
+                        resteer=resteer, bypass=bypass)
         self._resteer = resteer
         self._rx = dict(credit_size=credit_size, buffer_octets=rx_vc_octets,
                         credits=rx_vc_credits or None,

@@ -13,12 +13,14 @@ from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS
 from ..params import check_power_of_two
-from ..stream import PacketStream
-from ..wire import OEFH
-from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PERIOD, VCS)
+from ..stream import PacketStream, count_to_keep, keep_count
+from ..wire import OEFH, Opcode, LsSize, ls_payload_octets, th_octets
+from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PERIOD, VCS,
+                     frame_cost)
 from .frame_fifo import FrameFifo
 
-__all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick"]
+__all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick", "head_body_octets",
+           "HEAD_KNOWN_OPCODES"]
 
 
 def ResteerSignature():
@@ -36,6 +38,41 @@ def oefh_vc(first_beat_data):
     bits 7:0; ``vc`` is bits 45:43 of the big-endian header, i.e. bits 5:3 of octet 0)."""
     octet0_bit = _VC_AT - 40
     return first_beat_data[octet0_bit:octet0_bit + _VC_BITS]
+
+
+#: Opcodes whose frame length the first 8-octet beat tells (spec §4.2, §7 v1.1): the L/S
+#: ones (opcode, size and status are all in TH octet 0, the frame's octet 6) and the RDMA
+#: ones without payload. An RDMA WRITE's or READ_RSP's ``length`` is in the third beat.
+HEAD_KNOWN_OPCODES = (Opcode.LOAD_REQ, Opcode.STORE_REQ, Opcode.LOAD_RSP, Opcode.STORE_RSP,
+                      Opcode.READ_REQ, Opcode.ACK)
+_TH_AT = 8 * OEFH.octets           # bit of the first TH octet in the first beat
+
+
+def _head_table():
+    """``{(opcode, size, status) as TH octet 0: body octets}`` of the frames whose length
+    the first beat tells (spec §4.2: OEFH + TH + the payload the TH announces)."""
+    table = {}
+    for opcode in HEAD_KNOWN_OPCODES:
+        for size in LsSize:
+            if size == LsSize.RESERVED and not opcode.is_rdma:
+                continue            # reserved: the receiver drops it; sent the slow way
+            for status in range(4):
+                octet = opcode << 4 | size << 2 | status
+                payload = 0 if opcode.is_rdma else ls_payload_octets(opcode, size, status)
+                table[octet] = OEFH.octets + th_octets(opcode) + payload
+    return table
+
+
+def head_body_octets(m, first_beat_data, name):
+    """``(known, octets)``: whether the first 8-octet beat of a frame tells its body length
+    (OEFH + TH + payload, spec §7 v1.1) and that length (combinational)."""
+    known = Signal(name=f"{name}_known")
+    octets = Signal(range(max(_head_table().values()) + 1), name=f"{name}_octets")
+    with m.Switch(first_beat_data[_TH_AT:_TH_AT + 8]):
+        for octet, body in _head_table().items():
+            with m.Case(octet):
+                m.d.comb += [known.eq(1), octets.eq(body)]
+    return known, octets
 
 
 def rotate_pick(m, requests, start, n, name):
@@ -70,6 +107,19 @@ class CbfcTx(wiring.Component):
       first beat leaves on ``o`` one cycle after the decision, and the next decision is made
       after the last beat (one idle cycle between frames, which the MAC's start word and gap
       absorb: the line rate is unaffected).
+    * **Bypass** (``bypass=True``). A frame whose length its first beat tells (the L/S
+      opcodes, RDMA READ_REQ and ACK: :data:`HEAD_KNOWN_OPCODES`; spec §7 v1.1), offered on
+      ``i[v]`` while queue *v* holds nothing, competes in the same round robin with its cost
+      from its TH, and when it wins (the arbiter between frames, ``o`` ready) it goes straight
+      to ``o`` as it arrives: its first beat in the cycle of the grant. Its beats may come with
+      gaps; the layer below must bear them (the link end's MAC fills them with LCWs). A frame
+      not granted in the cycle its first beat is offered goes into its queue as before. A
+      bypassing frame is held to its TH's length: one that goes on past it is cut an octet
+      short of it (its last beat marked ``last``, the rest of it taken and discarded), so the
+      receiver finds it malformed and drops it (spec §7); one that ends early leaves as it is
+      (malformed too). Both are counted in ``count_frames_dropped``; both were charged their
+      TH's cost, at least what the receiver frees for them, and CREDIT_SYNC gives the
+      difference back (docs/cbfc.md).
     * **Settled credits.** Every frame sent is recorded in order (VC, cost); the LLR numbers
       frames in the same order, so when its oldest unacknowledged sequence number
       ``llr_head`` passes a frame, that frame was delivered or flushed: its credits are
@@ -86,9 +136,10 @@ class CbfcTx(wiring.Component):
 
     Latency (:attr:`LATENCY`): a frame whose last beat is taken on ``i`` in cycle *t*, with
     credits available and ``o`` idle, offers its first beat on ``o`` in *t* + 2 (committed
-    and granted in *t* + 1, out of the block RAM in *t* + 2). A CREDIT_UPDATE taken in
-    cycle *c* that gives a waiting frame its credits puts its first beat on ``o`` in *c* + 2.
-    Throughput: one beat per cycle, plus one cycle per frame.
+    and granted in *t* + 1, out of the block RAM in *t* + 2). A bypassing frame's beats are
+    on ``o`` in the cycle they are offered on ``i`` (:attr:`BYPASS_LATENCY` = 0). A
+    CREDIT_UPDATE taken in cycle *c* that gives a waiting frame its credits puts its first beat on ``o`` in *c* + 2.
+    Throughput: one beat per cycle, plus one cycle per frame (none for a bypassing frame).
 
     Members
     -------
@@ -112,9 +163,11 @@ class CbfcTx(wiring.Component):
     """
     VC_COUNTERS = ("frames_sent", "frames_dropped")
     LATENCY = 2
+    #: Cycles from a bypassing frame's first beat offered on ``i`` to the same beat on ``o``.
+    BYPASS_LATENCY = 0
 
     def __init__(self, vcs, *, credit_size=64, queue_octets=8192, sync_period=4096,
-                 llr_frames=64, counter_init=0, resteer=False):
+                 llr_frames=64, counter_init=0, resteer=False, bypass=False):
         self.vcs = VCS.validate("vcs", vcs)
         self.credit_size = CREDIT_SIZE.validate("credit_size", credit_size)
         self.queue_words = FRAME_QUEUE_OCTETS.validate("queue_octets",
@@ -123,6 +176,7 @@ class CbfcTx(wiring.Component):
         self.llr_frames = check_power_of_two("llr_frames", llr_frames, 2, 4096)
         self.counter_init = counter_init
         self._resteer = resteer
+        self._bypass = bypass
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
@@ -154,11 +208,6 @@ class CbfcTx(wiring.Component):
                               spare_slot=self._resteer)
             m.submodules[f"queue{v}"] = queue
             queues.append(queue)
-            wiring.connect(m, wiring.flipped(self.i[v]), queue.i)
-            m.d.comb += queue.reject.eq(oefh_vc(self.i[v].payload.data) != v)
-            counters.frames_dropped[v].increment(m, queue.dropped)
-            m.d.comb += [credits.cost[v].eq(queue.head_cost),
-                         credits.waiting[v].eq(queue.frames != 0)]
 
         # --- frames in flight in the LLR, in order: (vc, cost) ----------------------------
         depth = 2 * self.llr_frames
@@ -180,31 +229,100 @@ class CbfcTx(wiring.Component):
         with m.If(release):
             m.d.sync += [r_ptr.eq(r_ptr + 1), oldest_seq.eq(oldest_seq + 1)]
 
+        # --- bypass candidates: a frame at the head of an empty queue, its length from the TH
+        bypass = self._bypass
+        in_frame = [Signal(name=f"in_frame{v}") for v in range(n)]     # i[v] inside a frame
+        eligible = Signal(n)           # i[v] offers a first beat that may bypass its queue
+        empty = Signal(n)              # queue v holds no frame
+        costs, bodies = [], []
+        for v, queue in enumerate(queues):
+            beat = self.i[v].payload
+            known, octets = head_body_octets(m, beat.data, f"head{v}")
+            cost = Signal(COST_BITS, name=f"head_cost{v}")
+            with m.Switch(octets):
+                for body in sorted(set(_head_table().values())):
+                    with m.Case(body):
+                        m.d.comb += cost.eq(frame_cost(body, self.credit_size))
+            m.d.comb += empty[v].eq(queue.frames == 0)
+            if bypass:
+                m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & empty[v] & known
+                                           & (oefh_vc(beat.data) == v) & ~beat.last
+                                           & (beat.keep == 0xFF))
+            bodies.append(octets)
+            # The cost the credit check sees: the queue's head, or the frame bypassing it.
+            costs.append(Signal(COST_BITS, name=f"cost{v}"))
+            m.d.comb += costs[v].eq(Mux(empty[v], cost, queue.head_cost))
+            m.d.comb += [credits.cost[v].eq(costs[v]),
+                         credits.waiting[v].eq(~empty[v] | eligible[v])]
+            with m.If(self.i[v].valid & self.i[v].ready):
+                m.d.sync += in_frame[v].eq(~beat.last)
+
         # --- arbiter ------------------------------------------------------------------------
         busy = Signal()
+        direct = Signal()              # the frame being sent bypasses its queue
         cur = Signal(range(max(n, 2)))
         rr = Signal(range(max(n, 2)))
         candidates = Signal(n)
-        m.d.comb += candidates.eq(Cat(q.frames != 0 for q in queues) & credits.ok)
+        # A bypass needs the LLR to take the first beat at once: the grant is the transfer.
+        m.d.comb += candidates.eq((~empty | (eligible & self.o.ready.replicate(n)))
+                                  & credits.ok)
         any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
         grant = ~busy & any_ready & ~flight_full
         if self._resteer:
             halted = Signal()
             grant = grant & ~halted
+        picked_empty = Signal()
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
         for v in range(n):
             with m.If(pick == v):
-                m.d.comb += push.data.eq(Cat(Const(v, 3), queues[v].head_cost))
+                m.d.comb += [push.data.eq(Cat(Const(v, 3), costs[v])),
+                             picked_empty.eq(empty[v])]
         with m.If(grant):
-            m.d.sync += [busy.eq(1), cur.eq(pick), w_ptr.eq(w_ptr + 1),
+            m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick), w_ptr.eq(w_ptr + 1),
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
 
+        # A bypassing frame is checked against the length its TH announced: one longer is cut
+        # an octet short of it (so the receiver finds it malformed and drops it, spec §7) and
+        # the rest discarded; one shorter goes as it is. Either way the receiver frees no more
+        # than was charged, and CREDIT_SYNC returns the difference (docs/cbfc.md).
+        expect = Signal.like(bodies[0])    # body octets of the bypassing frame (its TH)
+        seen = Signal.like(bodies[0])      # octets of it sent so far
+        discard = Signal(n)                # the rest of a cut frame on i[v] is thrown away
+        malformed = Signal(n)
         for v, queue in enumerate(queues):
-            with m.If(cur == v):
-                m.d.comb += [self.o.valid.eq(busy & queue.o.valid),
-                             self.o.payload.eq(queue.o.payload),
-                             queue.o.ready.eq(busy & self.o.ready)]
+            inp, beat = self.i[v], self.i[v].payload
+            starting = grant & picked_empty & (pick == v)
+            through = starting | (busy & direct & (cur == v))
+            total = Signal.like(seen, name=f"total{v}")
+            m.d.comb += total.eq(Mux(starting, 0, seen) + keep_count(beat.keep, MAC_BEAT_OCTETS))
+            limit = Mux(starting, bodies[v], expect)
+            too_long = Mux(beat.last, total > limit, total >= limit)
+            with m.If(discard[v]):
+                m.d.comb += inp.ready.eq(1)
+                with m.If(inp.valid & beat.last):
+                    m.d.sync += discard[v].eq(0)
+            with m.Elif(through):
+                m.d.comb += [self.o.valid.eq(inp.valid), self.o.payload.eq(beat),
+                             inp.ready.eq(self.o.ready)]
+                with m.If(too_long):
+                    m.d.comb += [self.o.payload.last.eq(1),
+                                 self.o.payload.keep.eq(count_to_keep(
+                                     limit - Mux(starting, 0, seen) - 1, MAC_BEAT_OCTETS))]
+                with m.If(self.o.valid & self.o.ready):
+                    m.d.sync += seen.eq(total)
+                    with m.If(starting):
+                        m.d.sync += expect.eq(bodies[v])
+                    with m.If(too_long & ~beat.last):
+                        m.d.sync += discard[v].eq(1)
+                    m.d.comb += malformed[v].eq(too_long | (beat.last & (total < limit)))
+            with m.Else():
+                wiring.connect(m, wiring.flipped(inp), queue.i)
+            m.d.comb += queue.reject.eq(oefh_vc(beat.data) != v)
+            counters.frames_dropped[v].increment(m, queue.dropped | malformed[v])
+            with m.If(busy & ~direct & (cur == v)):
+                m.d.comb += [self.o.valid.eq(queue.o.valid), self.o.payload.eq(queue.o.payload),
+                             queue.o.ready.eq(self.o.ready)]
             counters.frames_sent[v].increment(m, grant & (pick == v))
         with m.If(self.o.valid & self.o.ready & self.o.payload.last):
             m.d.sync += busy.eq(0)

@@ -9,7 +9,7 @@
                                    └─▶ received LCWs to LlrTx, LlrRx, PingUnit, lcw_rx_ext
 """
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,7 +18,7 @@ from ..compose import broadcast, forward
 from ..counters import Counters, merge_counters
 from ..params import parameters
 from ..stream import PacketStream
-from ..wire import XgmiiControl
+from ..wire import LLR_PAYLOAD, LcwType, XgmiiControl
 from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
 from .layouts import (CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS, xgmii_rx,
                       xgmii_tx)
@@ -94,6 +94,15 @@ class LinkEnd(wiring.Component):
         re-init); the measured round trip; every counter of the MAC (``count.mac_tx``,
         ``count.mac_rx``), the LLR and the round-trip probe.
 
+    **Fill.** With ``lcw_in_frame`` the MAC sends an LCW in place of a frame's beat that the
+    LLR cannot give in time (a frame written into the replay buffer with a gap, which the
+    reader, one word behind the writer, meets): an LCW waiting to go, else a repeat of the
+    newest LLR acknowledgement this end has sent — LLR_ACK of the sequence number of its last
+    LLR_ACK or LLR_NACK (both name the newest frame received in order), or the one before the
+    first sequence number of its last LLR_INIT_ECHO. The partner has already had that word (the
+    line keeps the order of words), so repeating it moves nothing there (docs/mac.md, "Fill").
+    Before any such word was sent a missing beat is an underrun (the frame is aborted).
+
     Latency and throughput: those of the blocks in series, stated in docs/link.md and measured
     by ``ethlink bench link``.
     """
@@ -126,7 +135,9 @@ class LinkEnd(wiring.Component):
         p = self.params
         m.submodules.llr_tx = llr_tx = LlrTx(p["buffer_octets"], p["buffer_frames"],
                                              p["replay_max"])
-        m.submodules.mac_tx = mac_tx = MacTx(ifg=p["ifg"], lcw_in_frame=p["lcw_in_frame"])
+        fill = bool(p["lcw_in_frame"])
+        m.submodules.mac_tx = mac_tx = MacTx(ifg=p["ifg"], lcw_in_frame=p["lcw_in_frame"],
+                                             fill=fill)
         m.submodules.mac_rx = mac_rx = MacRx()
         m.submodules.llr_rx = llr_rx = LlrRx(p["rx_buffer_octets"], p["ack_every"],
                                              p["ack_timer"], p["rx_cut_through"])
@@ -142,6 +153,8 @@ class LinkEnd(wiring.Component):
         wiring.connect(m, ping.lcw_tx, lcws.i[2])
         wiring.connect(m, wiring.flipped(self.lcw_tx_ext), lcws.i[3])
         wiring.connect(m, lcws.o, mac_tx.lcw)
+        if fill:
+            self._fill(m, lcws.o, mac_tx.fill)
         m.d.comb += [
             mac_tx.abort.eq(llr_tx.abort),
             self.txd.eq(mac_tx.txd), self.txc.eq(mac_tx.txc),
@@ -166,3 +179,22 @@ class LinkEnd(wiring.Component):
         for unit in (llr_tx, llr_rx, ping):
             forward(m, self.count, unit.count)
         return m
+
+    @staticmethod
+    def _fill(m, sent, fill):
+        """Drive the MAC's ``fill`` with LLR_ACK of the newest in-order frame this end has
+        told the partner about, from the LCWs ``sent`` to the MAC (see the class docstring)."""
+        newest = Signal(SEQ_BITS, name="fill_seq")
+        known = Signal(name="fill_known")
+        seq = LLR_PAYLOAD.layout(sent.payload.payload).seq
+        with m.If(sent.valid & sent.ready):
+            with m.Switch(sent.payload.type):
+                with m.Case(LcwType.LLR_ACK, LcwType.LLR_NACK):
+                    m.d.sync += [newest.eq(seq), known.eq(1)]
+                with m.Case(LcwType.LLR_INIT_ECHO):
+                    # Ref: spec §7 — the echo's seq is the first frame the partner will
+                    # send: none of its frames is received yet, the newest is the one before.
+                    m.d.sync += [newest.eq(seq - 1), known.eq(1)]
+        payload = LLR_PAYLOAD.layout(fill.payload.payload)
+        m.d.comb += [fill.valid.eq(known), fill.payload.type.eq(LcwType.LLR_ACK),
+                     payload.seq.eq(newest)]

@@ -15,7 +15,7 @@ from ..params import Flag, IntRange, Param, parameters
 from ..stream import keep_count
 from ..wire import PREAMBLE_OCTET, SFD, FrameClass, XgmiiControl, XgmiiWordLayout
 from .crc import OctetCrc
-from .layouts import LCW_PAYLOAD_BITS, LcwLayout, MacTxFrameLayout, MacTxUserLayout
+from .layouts import LCW_PAYLOAD_BITS, LcwEvents, LcwLayout, MacTxFrameLayout, MacTxUserLayout
 
 __all__ = ["MacTx", "IFG", "LCW_IN_FRAME", "MIN_IFG", "MAX_IFG", "gap_words", "lcw_lanes",
            "MacTxSequencer", "StartWord", "LcwWord", "FcsStep", "TailWords"]
@@ -56,10 +56,11 @@ def lcw_lanes(m, crc8, lcw_type, payload, name):
             + [(crc8.output(crc), 0)])
 
 
-def _mac_tx_members():
+def _mac_tx_members(fill=False):
     return {
         "i": In(stream.Signature(MacTxFrameLayout())),
         "lcw": In(stream.Signature(LcwLayout())),
+        **({"fill": In(LcwEvents())} if fill else {}),
         "abort": In(1),
         "in_frame": Out(1),
         "txd": Out(64, init=int.from_bytes(bytes([XgmiiControl.IDLE]) * 8, "little")),
@@ -96,6 +97,13 @@ class MacTx(wiring.Component):
       gap. A missing beat (underrun) ends the frame with the abort word (``/E/ /T/ /I/ …``, all
       control) in place of the beat that was due, counts ``count_underruns``, and the rest of
       that frame's beats up to ``last`` are taken and thrown away.
+    * **Fill** (``fill=True``, with ``lcw_in_frame``): a missing beat inside a frame is
+      replaced by an LCW word instead (spec §5: an LCW may go between any two words of a
+      frame) and the frame goes on with the beat when it comes: an LCW waiting on ``lcw`` if
+      there is one, else the word on ``fill`` (``count_fills``), as many words in a row as
+      the gap lasts. ``fill`` must be harmless to send any number of times (the link end
+      gives its newest LLR acknowledgement, docs/mac.md); while ``fill.valid`` is low a
+      missing beat is an underrun as above.
     * ``abort`` ends the frame on the wire with the abort word (``count_aborts``); the next beat
       on ``i`` is the first beat of a new frame. While ``abort`` is high no beat is taken and no
       frame starts. When ``in_frame`` is low it has no other effect.
@@ -107,6 +115,9 @@ class MacTx(wiring.Component):
         first beat; a 0-octet body is one beat with ``keep`` = 0.
     lcw : In(stream.Signature(LcwLayout()))
         Link control words to send.
+    fill : In(LcwEvents())
+        Only with ``fill=True``: the LCW that replaces a missing beat (sent, not taken: it
+        stays offered).
     abort : In(1)
         End the frame on the wire now (a one-cycle strobe).
     in_frame : Out(1)
@@ -116,7 +127,8 @@ class MacTx(wiring.Component):
         The XGMII word (registered): lane i is ``txd[8i+7:8i]``, its control flag ``txc[i]``.
     count : Out(Counters)
         ``frames`` completed with ``/T/``, their body ``octets``, frames ended by ``abort``
-        (``aborts``) or by an underrun (``underruns``), ``lcws`` sent. Saturating;
+        (``aborts``) or by an underrun (``underruns``), ``lcws`` sent, ``fills`` (words of
+        ``fill`` sent in place of a missing beat). Saturating;
         ``octets`` catches up 1 cycle after ``frames``.
 
     Latency: a first beat offered while the MAC is idle, the gap is met and no LCW is waiting
@@ -132,19 +144,23 @@ class MacTx(wiring.Component):
     depend combinationally on ``i.valid``, ``lcw.valid`` and ``abort`` (rule 4).
     """
 
-    COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws")
+    COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws", "fills")
 
-    def __init__(self, ifg=12, lcw_in_frame=1):
+    def __init__(self, ifg=12, lcw_in_frame=1, *, fill=False):
         self._ifg = ifg
         self._lcw_in_frame = bool(lcw_in_frame)
-        super().__init__(_mac_tx_members())
+        if fill and not lcw_in_frame:
+            raise ValueError("fill needs lcw_in_frame: a fill word is an LCW inside a frame")
+        self._fill = fill
+        super().__init__(_mac_tx_members(fill))
 
     def elaborate(self, platform):
         # The sequencer holds every register and picks the word each cycle; the other parts
         # are combinational: the start and LCW words, the FCS over the beat being taken
         # (stage 1), and the tail words of the staged last beat (stage 2).
         m = Module()
-        m.submodules.sequencer = sequencer = MacTxSequencer(self._ifg, self._lcw_in_frame)
+        m.submodules.sequencer = sequencer = MacTxSequencer(self._ifg, self._lcw_in_frame,
+                                                            self._fill)
         m.submodules.start_word = start_word = StartWord()
         m.submodules.lcw_word = lcw_word = LcwWord()
         m.submodules.fcs_step = fcs_step = FcsStep()
@@ -335,8 +351,8 @@ class MacTxSequencer(wiring.Component):
 
     Members
     -------
-    i, lcw, abort, in_frame, txd, txc, count
-        As :class:`MacTx`.
+    i, lcw, fill, abort, in_frame, txd, txc, count
+        As :class:`MacTx` (``fill`` only with ``fill=True``).
     start : Out(WordRequest(MacTxUserLayout))
         The start word of the beat on ``i`` (:class:`StartWord`).
     lcw_word : Out(WordRequest(LcwLayout))
@@ -349,11 +365,12 @@ class MacTxSequencer(wiring.Component):
     Latency: as :class:`MacTx` (``txd``/``txc`` are its registers). Throughput: as
     :class:`MacTx`, full line rate.
     """
-    def __init__(self, ifg, lcw_in_frame):
+    def __init__(self, ifg, lcw_in_frame, fill=False):
         self._ifg = ifg
         self._lcw_in_frame = lcw_in_frame
+        self._fill = fill
         super().__init__({
-            **_mac_tx_members(),
+            **_mac_tx_members(fill),
             "start": Out(WordRequest(MacTxUserLayout())),
             "lcw_word": Out(WordRequest(LcwLayout())),
             "fcs": Out(FcsRequest()),
@@ -417,6 +434,14 @@ class MacTxSequencer(wiring.Component):
             m.d.sync += prev_lcw.eq(1)
             counters["lcws"].increment(m, 1)
 
+        def send_fill():
+            # The fill word is built by the LCW builder from `fill` instead of `lcw`; it is
+            # not taken (it may be sent again), and the beat goes first once it comes.
+            m.d.comb += self.lcw_word.source.eq(self.fill.payload)
+            send(lcw_word.data, lcw_word.ctrl)
+            m.d.sync += prev_lcw.eq(1)
+            counters["fills"].increment(m, 1)
+
         def take(first):
             # Stage 1: take the beat on `i`; it goes on the wire next cycle (or its tail does).
             m.d.comb += self.i.ready.eq(1)
@@ -466,6 +491,12 @@ class MacTxSequencer(wiring.Component):
                 with m.Elif(self.i.valid):
                     send(stage_data, 0)
                     take(first=False)
+                if self._fill:
+                    # A missing beat: an LCW in its place, the frame goes on (spec §5).
+                    with m.Elif(self.lcw.valid):
+                        send_lcw()
+                    with m.Elif(self.fill.valid):
+                        send_fill()
                 with m.Else():
                     # Underrun: the producer broke its contract; the frame cannot go on (the
                     # staged beat is dropped, the abort word goes out in its place).

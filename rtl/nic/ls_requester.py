@@ -19,6 +19,7 @@ from ..params import parameters
 from ..stream import PacketStream, BEAT_OCTETS, keep_count
 from ..wire import (ENDPOINT_BITS, HeaderLayout, LsSize, Opcode, VirtualChannel,
                     OEFH_VERSION)
+from .path_select import PathRequest
 from .engine import (CompletionLayout, CompletionStatus, FailQueue, FAIL_DEPTH_MAX,
                      LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS, STAMP_BITS, TAG_BITS, TAGS,
                      TIMEOUT_CYCLES)
@@ -91,6 +92,9 @@ class LsRequester(wiring.Component):
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
     o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
         Request frames out, response frames in.
+    hint : Out(PathRequest(reachable=False))
+        A request frame's ``dst`` and ``entropy`` in the cycle its request is taken,
+        :attr:`TX_LATENCY` cycles before its first beat (for a lookup of its port ahead).
     fail : In(stream.Signature(HeaderLayout()))
         Headers of request frames dropped as unroutable (one per cycle, always ready).
     outstanding : Out(range(tags + 1))
@@ -131,6 +135,7 @@ class LsRequester(wiring.Component):
         super().__init__({
             **self.gpu_members,
             "o": Out(PacketStream(beat_octets)),
+            "hint": Out(PathRequest(reachable=False)),
             "i": In(PacketStream(beat_octets)),
             "fail": In(stream.Signature(HeaderLayout())),
             "count": Out(Counters(self.COUNTERS)),
@@ -149,6 +154,7 @@ class LsRequester(wiring.Component):
         wiring.connect(m, wiring.flipped(self.req), sender.req)
         wiring.connect(m, wiring.flipped(self.req_data), sender.req_data)
         wiring.connect(m, sender.o, wiring.flipped(self.o))
+        wiring.connect(m, sender.hint, wiring.flipped(self.hint))
         wiring.connect(m, sender.claim, table.claim)
         wiring.connect(m, wiring.flipped(self.i), completer.i)
         wiring.connect(m, wiring.flipped(self.fail), fail_q.i)
@@ -271,12 +277,17 @@ class _RequestHeader(wiring.Component):
             hdr.oefh.ver.eq(OEFH_VERSION), hdr.oefh.vc.eq(VirtualChannel.LS_REQ),
             hdr.oefh.dst.eq(cur.dst), hdr.oefh.src.eq(self.local_id),
             # Ref: spec §9 — the L/S entropy: one cache line always takes one path.
-            hdr.oefh.entropy.eq(cur.line[:16] ^ cur.line[16:32] ^ cur.line[32:44]),
+            hdr.oefh.entropy.eq(ls_entropy(cur.line)),
             hdr.th.ls.opcode.eq(Mux(cur.store, Opcode.STORE_REQ, Opcode.LOAD_REQ)),
             hdr.th.ls.size.eq(cur.size), hdr.th.ls.tag.eq(cur.tag),
             hdr.th.ls.line.eq(cur.line),
         ]
         return m
+
+
+def ls_entropy(line):
+    """The entropy of an L/S request to cache line ``line`` (spec §9): one line, one path."""
+    return line[:16] ^ line[16:32] ^ line[32:44]
 
 
 class _RequestSender(wiring.Component):
@@ -295,6 +306,9 @@ class _RequestSender(wiring.Component):
     req : In(stream.Signature(LsRequestLayout())); req_data : In(PacketStream(beat_octets))
     o : Out(PacketStream(beat_octets))
         Request frames.
+    hint : Out(PathRequest(reachable=False))
+        The ``dst`` and ``entropy`` of the frame of a request being taken (``valid`` in that
+        cycle), :attr:`LsRequester.TX_LATENCY` cycles before its first beat.
     claim : Out(_TagClaim); busy : In(tags)
         The tag table.
     refusal : Out(stream.Signature(TAG_BITS))
@@ -316,6 +330,7 @@ class _RequestSender(wiring.Component):
             "req": In(stream.Signature(LsRequestLayout())),
             "req_data": In(PacketStream(beat_octets)),
             "o": Out(PacketStream(beat_octets)),
+            "hint": Out(PathRequest(reachable=False)),
             "claim": Out(_TagClaim((tags - 1).bit_length())),
             "busy": In(tags),
             "refusal": Out(stream.Signature(TAG_BITS)),
@@ -334,6 +349,9 @@ class _RequestSender(wiring.Component):
         m.d.comb += [header.request.eq(cur), header.local_id.eq(self.local_id),
                      deparser.header.payload.eq(header.header)]
         tag_ok = (req.tag < self.tags) & ~(self.busy >> req.tag[:tag_bits])[0]
+        # The frame's dst and entropy, known TX_LATENCY cycles before its first beat: the port
+        # can be looked up meanwhile (FrameSteer's lookups ahead).
+        m.d.comb += [self.hint.dst.eq(req.dst), self.hint.entropy.eq(ls_entropy(req.line))]
         m.d.comb += [self.claim.tag.eq(req.tag[:tag_bits]), self.claim.store.eq(req.store),
                      self.claim.size.eq(req.size), self.claim.dst.eq(req.dst)]
         refused = Signal()          # a BAD_TAG completion waits for the completion side
@@ -349,7 +367,7 @@ class _RequestSender(wiring.Component):
                 with m.If(self.req.valid & ~refused):
                     m.d.sync += [cur.eq(req), hdr_sent.eq(0), data_sent.eq(0)]
                     with m.If(tag_ok):
-                        m.d.comb += self.claim.en.eq(1)
+                        m.d.comb += [self.claim.en.eq(1), self.hint.valid.eq(1)]
                         counters["requests"].increment(m, 1)
                         m.next = "SEND"
                     with m.Else():

@@ -65,14 +65,29 @@ class FrameSteer(wiring.Component):
     ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
     the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
 
+    **Lookups ahead** (``hints`` > 0). An engine that knows a frame's ``dst`` and ``entropy``
+    before the frame's first beat (the L/S requester, as it takes a request) asks for its port
+    on ``hint[k]``; the lookup is made when the block is not looking up a frame of its own
+    (else the hint is dropped), and a good answer (a port, nothing changed meanwhile) is kept
+    in source *k*'s entry until the next one replaces it. A first beat whose ``dst`` and
+    ``entropy`` match an entry, or the answer arriving in that very cycle, leaves at once on
+    that port (no lookup, no hold). ``changed`` (a SEN taken, a link's state changed) empties
+    every entry and spoils the answers still on their way, so a frame never takes a port
+    looked up before the paths changed; nor does it while ``retry`` is high. With hints the
+    lookup must answer exactly ``lookup_latency`` cycles after it is asked (as
+    :class:`Reachability` does); without them, any time later.
+
     Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
-    (2 with :class:`Reachability`); the rest follow at one beat per cycle, with the output's
-    back-pressure. Throughput: one beat per cycle within a frame, plus the lookup's cycles
-    between frames.
+    (2 with :class:`Reachability`), or in the cycle it is offered when a lookup ahead found its
+    port; the rest follow at one beat per cycle, with the output's back-pressure. Throughput:
+    one beat per cycle within a frame, plus the lookup's cycles between frames (none after a
+    lookup ahead).
     """
-    def __init__(self, ports, vcs=NIC_VCS):
+    def __init__(self, ports, vcs=NIC_VCS, hints=0, lookup_latency=Reachability.LATENCY):
         self.ports = PORTS.validate("ports", ports)
         self.vcs = vcs
+        self.hints = hints
+        self.lookup_latency = lookup_latency
         octets = MAC_BEAT_OCTETS
         super().__init__({
             "i": In(PacketStream(octets)),
@@ -82,9 +97,74 @@ class FrameSteer(wiring.Component):
             "result": In(PathAnswer()),
             "count": Out(Counters(self.COUNTERS)),
             "idle": Out(1), "retry": In(1),
+            **({"hint": In(PathRequest(reachable=False)).array(hints),
+                "changed": In(1)} if hints else {}),
         })
 
     COUNTERS = ("unroutable", "bad_vc")
+
+    def _ahead(self, m, oefh, asked):
+        """Lookups ahead (see the class docstring): drives ``lookup.valid`` (the frame's own
+        lookup when ``asked``, else a hint's, whose ``dst`` and ``entropy`` it then drives) and
+        returns ``(own, hit, hit_port)``: the answer on ``result`` is the block's own; the
+        first beat's port is known now, and which it is."""
+        L, lookup, result = self.lookup_latency, self.lookup, self.result
+        m.d.comb += lookup.valid.eq(asked)
+        if not self.hints:
+            # One lookup at a time: any answer is the block's own, however late it comes.
+            return C(1, 1), C(0, 1), C(0, 2)
+        # The lookup port is shared with the hints: answers are told apart by their time.
+        own = [Signal(name=f"own{k}") for k in range(L + 1)]
+        m.d.comb += own[0].eq(asked)
+        for k in range(L):
+            m.d.sync += own[k + 1].eq(own[k])
+        n = self.hints
+        changed = self.changed
+        src = Signal(range(max(n, 2)))
+        ask = Signal()
+        for k in reversed(range(n)):
+            with m.If(self.hint[k].valid):
+                m.d.comb += [ask.eq(1), src.eq(k)]
+        with m.If(~asked & ask):
+            m.d.comb += lookup.valid.eq(1)
+            for k in range(n):
+                with m.If(src == k):
+                    m.d.comb += [lookup.dst.eq(self.hint[k].dst),
+                                 lookup.entropy.eq(self.hint[k].entropy)]
+        # The answers on their way: whose, and whether the paths changed since they were asked.
+        fields = ("hint", "src", "dst", "entropy", "stale")
+        stage = [{"hint": Signal(name=f"ahead{k}"), "src": Signal.like(src, name=f"src{k}"),
+                  "dst": Signal.like(lookup.dst, name=f"dst{k}"),
+                  "entropy": Signal.like(lookup.entropy, name=f"entropy{k}"),
+                  "stale": Signal(name=f"stale{k}")} for k in range(L + 1)]
+        m.d.comb += [stage[0]["hint"].eq(~asked & ask), stage[0]["src"].eq(src),
+                     stage[0]["dst"].eq(lookup.dst), stage[0]["entropy"].eq(lookup.entropy),
+                     stage[0]["stale"].eq(changed)]
+        for k in range(L):
+            m.d.sync += [stage[k + 1][f].eq(stage[k][f]) for f in fields[:-1]]
+            m.d.sync += stage[k + 1]["stale"].eq(stage[k]["stale"] | changed)
+        last = stage[L]
+        good = Signal()
+        m.d.comb += good.eq(result.valid & last["hint"] & ~last["stale"] & ~changed
+                            & ~result.none)
+        hit_port = Signal(range(MAX_PORTS))
+        hit = Signal()
+        for k in range(n):
+            valid = Signal(name=f"ahead_valid{k}")
+            dst = Signal.like(lookup.dst, name=f"ahead_dst{k}")
+            entropy = Signal.like(lookup.entropy, name=f"ahead_entropy{k}")
+            port = Signal(range(MAX_PORTS), name=f"ahead_port{k}")
+            with m.If(changed):
+                m.d.sync += valid.eq(0)
+            with m.Elif(good & (last["src"] == k)):
+                m.d.sync += [valid.eq(1), dst.eq(last["dst"]), entropy.eq(last["entropy"]),
+                             port.eq(result.port)]
+            with m.If(valid & (dst == oefh.dst) & (entropy == oefh.entropy)):
+                m.d.comb += [hit.eq(1), hit_port.eq(port)]
+        # The answer arriving now, before it is kept.
+        with m.If(good & (last["dst"] == oefh.dst) & (last["entropy"] == oefh.entropy)):
+            m.d.comb += [hit.eq(1), hit_port.eq(result.port)]
+        return own[L], hit & ~changed & ~self.retry & (oefh.vc < self.vcs), hit_port
 
     def elaborate(self, platform):
         m = Module()
@@ -101,22 +181,31 @@ class FrameSteer(wiring.Component):
         head = Signal(8 * MAC_BEAT_OCTETS)
         outputs = {(p, v): self.o[p][v] for p in range(self.ports) for v in range(self.vcs)}
 
-        def forward(to_port):
+        def forward(to_port, to_vc=vc):
             for (p, v), out in outputs.items():
-                with m.If((to_port == p) & (vc == v)):
+                with m.If((to_port == p) & (to_vc == v)):
                     m.d.comb += [out.valid.eq(self.i.valid), out.payload.eq(beat),
                                  self.i.ready.eq(out.ready)]
 
+        asked = Signal()
+        own, hit, hit_port = self._ahead(m, oefh, asked)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(1)
+                with m.If(self.i.valid & hit):
+                    # Its port was looked up ahead: the first beat leaves now.
+                    forward(hit_port, oefh.vc)
+                    with m.If(self.i.ready):
+                        m.d.sync += [port.eq(hit_port), vc.eq(oefh.vc)]
+                        with m.If(~beat.last):
+                            m.next = "SEND"
                 # A frame starts: ask for its port, hold its first beat until the answer.
-                with m.If(self.i.valid):
-                    m.d.comb += lookup.valid.eq(1)
+                with m.Elif(self.i.valid):
+                    m.d.comb += asked.eq(1)
                     m.d.sync += vc.eq(oefh.vc)
                     m.next = "LOOKUP"
             with m.State("LOOKUP"):
-                with m.If(result.valid):
+                with m.If(result.valid & own):
                     m.d.sync += port.eq(result.port)
                     with m.If(self.retry):
                         m.next = "IDLE"
@@ -222,17 +311,21 @@ class Nic(wiring.Component):
         :class:`Reachability`'s ``busy``.
 
     Latency (cycles, asserted by the tests): a request's first frame beat reaches its port's
-    CbfcEnd ``LsRequester.TX_LATENCY`` + :attr:`STEER_LATENCY` cycles after ``req`` is taken;
-    the XGMII side adds CbfcTx, LLR and MAC (:attr:`TX_LATENCY` in all, to the start word on
-    ``txd``). A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
+    CbfcEnd ``LsRequester.TX_LATENCY`` cycles after ``req`` is taken (its port was looked up
+    meanwhile, :class:`FrameSteer`'s lookup ahead; a frame without one waits
+    :attr:`STEER_LATENCY` more); the XGMII side adds the LLR and MAC (CbfcTx adds nothing
+    when the frame bypasses its empty queue): :attr:`TX_LATENCY` in all, to the start word on
+    ``txd``. A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
     CbfcRx and the port merge.
     """
-    #: Cycles of :class:`FrameSteer` with :class:`Reachability` (lookup).
+    #: Cycles of :class:`FrameSteer` with :class:`Reachability` (lookup) for a frame whose
+    #: port was not looked up ahead.
     STEER_LATENCY = Reachability.LATENCY
-    #: Cycles from a 64 B LOAD_REQ taken on ``req`` to its start word on ``txd``: requester
-    #: 2 + steering 2 + the frame's second (last) beat 1 + CbfcTx 2 + LLR and MAC 2. A request
-    #: of ``n`` beats (a store) takes ``n − 2`` more: CbfcTx sends a frame once wholly queued.
-    TX_LATENCY = 9
+    #: Cycles from a 64 B LOAD_REQ taken on ``req`` to its start word on ``txd``: requester 2
+    #: (its port looked up meanwhile) + steering 0 + CbfcTx 0 (the frame bypasses its empty
+    #: queue, its cost from the TH) + LLR and MAC 2. A store is as fast: its first beat
+    #: leaves as it comes (the MAC fills a late beat with an LCW).
+    TX_LATENCY = 4
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
     #: (``m_axi_arvalid``): the MAC's last beat 6 (2 after the ``/T/`` word), the LLR 1 (it
     #: cuts through), CbfcRx 2 (the VC buffer offers a frame 2 cycles after its last beat:
@@ -250,7 +343,8 @@ class Nic(wiring.Component):
         self._target = LsTarget(W, windows, addr_width)
         self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
         self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
-        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, **port_params) for _ in range(ports)]
+        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True, **port_params)
+                      for _ in range(ports)]
         target = self._target.signature.members
         rdma_req = self._rdma_requester.signature.members
         rdma_tgt = self._rdma_target.signature.members
@@ -284,7 +378,7 @@ class Nic(wiring.Component):
         m.submodules.rdma_requester = rdma_req = self._rdma_requester
         m.submodules.rdma_target = rdma_tgt = self._rdma_target
         m.submodules.reach = reach = Reachability(self.ports)
-        m.submodules.steer = steer = FrameSteer(self.ports)
+        m.submodules.steer = steer = FrameSteer(self.ports, hints=1)
         m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
         rx_merge = []
         for v in range(NIC_VCS):
@@ -324,6 +418,11 @@ class Nic(wiring.Component):
                 m.d.comb += steer.failed.ready.eq(engine.fail.ready)
         wiring.connect(m, steer.lookup, reach.i)
         wiring.connect(m, reach.o, steer.result)
+        # The requester's lookup ahead; any change of the paths spoils what was looked up.
+        wiring.connect(m, req.hint, steer.hint[0])
+        links_before = Signal(self.ports)
+        m.d.sync += links_before.eq(self.links_up)
+        m.d.comb += steer.changed.eq(reach.changed | (links_before != self.links_up))
         m.d.comb += [self.reach_busy.eq(reach.busy), reach.links_up.eq(self.links_up)]
 
         port_members = NicPortSignature(self._ends[0], line=True).members

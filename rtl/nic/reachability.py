@@ -72,6 +72,9 @@ class Reachability(wiring.Component):
     took_down : Out(ports)
         Port *p* took a SEN saying an endpoint is unreachable through it (strobe, in the cycle
         the table is written: the NIC re-steers what is queued for *p*).
+    changed : Out(1)
+        A SEN was taken on any port (strobe, in the cycle the table is written): an answer to
+        a lookup issued before may be out of date.
     count : Out(Counters)
         SENs taken (unreachable / reachable) and ignored as stale, all ports (saturating).
     """
@@ -85,7 +88,7 @@ class Reachability(wiring.Component):
             "lcw": In(LcwStream()).array(ports),
             "links_up": In(ports),
             "i": In(PathRequest(reachable=False)), "o": Out(PathAnswer()),
-            "busy": Out(1), "took_down": Out(ports),
+            "busy": Out(1), "took_down": Out(ports), "changed": Out(1),
             "count": Out(Counters(self.COUNTERS)),
         })
 
@@ -131,7 +134,8 @@ class Reachability(wiring.Component):
             row.append(rd.data)
             taken_up.append(take & sen.reachable)
             taken_down.append(take & ~sen.reachable)
-        m.d.comb += self.took_down.eq(Cat(*taken_down))
+        m.d.comb += [self.took_down.eq(Cat(*taken_down)),
+                     self.changed.eq(Cat(*taken_up, *taken_down).any())]
         # Several ports may take a SEN in one cycle.
         counters["sen_up"].add(m, sum(taken_up), 1)
         counters["sen_down"].add(m, sum(taken_down), 1)

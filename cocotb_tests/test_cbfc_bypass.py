@@ -1,0 +1,195 @@
+"""CbfcTx's bypass, in Amaranth's simulator: a frame whose TH tells its length skips its empty
+queue and leaves in the cycle it is offered; a frame with gaps between its beats is delivered
+whole; under random traffic (frames whose length the TH tells and frames it does not, random
+gaps, random credits and back-pressure) every frame leaves whole, in order per VC, and every
+VC's credits are exactly the costs of its frames; a frame longer or shorter than its TH says
+leaves malformed (an octet short of its TH, or as short as it is) and never costs the receiver
+more than was charged."""
+
+import random
+
+from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
+from ethlink.rtl.cbfc.credit import frame_cost
+from ethlink.rtl.wire import OEFH, OEFH_VERSION, LcwType, LsSize, Opcode, Status
+from ethlink.sim.cbfc_blocks import Clock, lcw, run, send
+from ethlink.sim.cbfc_tb import vc_body
+
+CREDIT = 64
+
+
+def ls_frame(rng, vc, opcode, size=LsSize.B64, status=Status.OK, payload=None):
+    """An L/S frame body: OEFH of ``vc``, TH, and the payload the TH announces (or
+    ``payload``)."""
+    oefh = OEFH.to_int(ver=OEFH_VERSION, vc=vc, dst=rng.randrange(4096),
+                       src=rng.randrange(4096), entropy=rng.randrange(1 << 16))
+    th = (opcode << 60 | size << 58 | status << 56 | rng.randrange(4096) << 44
+          | rng.randrange(1 << 44))
+    if payload is None:
+        carries = opcode == Opcode.STORE_REQ or (opcode == Opcode.LOAD_RSP
+                                                  and status == Status.OK)
+        payload = rng.randbytes(64 << size) if carries else b""
+    return oefh.to_bytes(6, "big") + th.to_bytes(8, "big") + payload
+
+
+def th_octets(body):
+    """The body length the frame's TH announces (L/S only)."""
+    opcode, size, status = body[6] >> 4, body[6] >> 2 & 3, body[6] & 3
+    carries = opcode == Opcode.STORE_REQ or (opcode == Opcode.LOAD_RSP and status == Status.OK)
+    return 14 + (64 << size if carries else 0)
+
+
+class _Out:
+    """Every frame taken on ``o`` (bodies in order) and the edge its first beat left at."""
+    def __init__(self, port, clock):
+        self.port, self.clock = port, clock
+        self.frames, self.firsts = [], []
+
+    async def process(self, ctx):
+        port = self.port
+        body = b""
+        async for _, _, valid, ready, data, keep, last in ctx.tick().sample(
+                port.valid, port.ready, port.payload.data, port.payload.keep,
+                port.payload.last):
+            if valid and ready:
+                if not body:
+                    self.firsts.append(self.clock.now + 1)
+                body += data.to_bytes(8, "little")[:bin(keep).count("1")]
+                if last:
+                    self.frames.append(body)
+                    body = b""
+
+
+def test_bypass_latency_and_gaps():
+    rng = random.Random(11)
+    dut = CbfcTx(2, credit_size=CREDIT, queue_octets=4096, sync_period=1 << 16, bypass=True)
+    clock = Clock({"o": dut.o, "i0": dut.i[0]}, lcw=dut.lcw_rx)
+    out = _Out(dut.o, clock)
+    done = {}
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, 0, 100)
+        await ctx.tick().repeat(3)
+        # A LOAD_REQ (14 octets, 18 with its FCS) on an idle VC with credits: its first beat
+        # leaves in the cycle it is offered (the grant is the transfer).
+        load = ls_frame(rng, 0, Opcode.LOAD_REQ)
+        await send(ctx, clock, dut.i[0], load)
+        await ctx.tick().repeat(5)
+        assert clock.firsts["o"] == [clock.firsts["i0"][0] + CbfcTx.BYPASS_LATENCY]
+        assert out.frames == [load]
+        assert ctx.get(dut.sent[0]) == frame_cost(14, CREDIT)
+        # A 64 B STORE_REQ with idle cycles between its beats: it goes through as it comes,
+        # gaps and all, and arrives whole.
+        store = ls_frame(rng, 0, Opcode.STORE_REQ)
+        await send(ctx, clock, dut.i[0], store, idle=lambda: rng.randint(0, 3))
+        await ctx.tick().repeat(5)
+        assert clock.firsts["o"][1] == clock.firsts["i0"][1]
+        assert out.frames[1] == store
+        assert ctx.get(dut.sent[0]) == frame_cost(14, CREDIT) + frame_cost(78, CREDIT)
+        # A body whose first beat does not tell its length (no TH opcode of the L/S kind)
+        # goes the store-and-forward way: first beat out LATENCY cycles after its last in.
+        other = vc_body(rng, 0, 3, 64, fixed=True)
+        other = other[:6] + bytes([0xF0]) + other[7:]
+        await send(ctx, clock, dut.i[0], other)
+        await ctx.tick().repeat(16)
+        assert clock.firsts["o"][2] == clock.lasts["i0"][2] + CbfcTx.LATENCY
+        assert out.frames[2] == other
+        # No credits on VC 1: its frame waits in the queue (no bypass), then leaves.
+        await send(ctx, clock, dut.i[1], ls_frame(rng, 1, Opcode.STORE_RSP))
+        await ctx.tick().repeat(5)
+        assert len(out.frames) == 3
+        await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, 1, 1)
+        await ctx.tick().repeat(5)
+        assert len(out.frames) == 4 and ctx.get(dut.count.frames_sent[1]) == 1
+        assert ctx.get(dut.count.frames_dropped[0]) == 0
+        done["ok"] = True
+
+    run(dut, clock, bench, out.process)
+    assert done
+
+
+def test_bypass_malformed():
+    """A frame longer than its TH says leaves cut an octet short of the TH (the receiver
+    drops it as malformed) and the rest is discarded; a shorter one leaves as it is; both
+    are charged the TH's cost (at least what the receiver frees) and counted dropped."""
+    rng = random.Random(12)
+    dut = CbfcTx(1, credit_size=CREDIT, queue_octets=4096, sync_period=1 << 16, bypass=True)
+    clock = Clock({"o": dut.o, "i0": dut.i[0]}, lcw=dut.lcw_rx)
+    out = _Out(dut.o, clock)
+    done = {}
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, 0, 100)
+        long = ls_frame(rng, 0, Opcode.LOAD_REQ, payload=rng.randbytes(20))   # 34 octets
+        short = ls_frame(rng, 0, Opcode.STORE_REQ, payload=rng.randbytes(30))  # TH: 78
+        good = ls_frame(rng, 0, Opcode.LOAD_RSP)
+        for body in (long, short, good):
+            await send(ctx, clock, dut.i[0], body, idle=lambda: rng.randint(0, 1))
+        await ctx.tick().repeat(10)
+        assert out.frames == [long[:13], short, good], [len(f) for f in out.frames]
+        assert ctx.get(dut.count.frames_dropped[0]) == 2
+        assert ctx.get(dut.sent[0]) == sum(frame_cost(n, CREDIT) for n in (14, 78, 78))
+        done["ok"] = True
+
+    run(dut, clock, bench, out.process)
+    assert done
+
+
+def test_bypass_random_traffic():
+    rng = random.Random(13)
+    vcs = 3
+    dut = CbfcTx(vcs, credit_size=CREDIT, queue_octets=4096, sync_period=1 << 16,
+                 bypass=True)
+    clock = Clock({"o": dut.o, **{f"i{v}": dut.i[v] for v in range(vcs)}}, lcw=dut.lcw_rx)
+    out = _Out(dut.o, clock)
+    sent = {v: [] for v in range(vcs)}
+    finished = set()
+    done = {}
+
+    def frame(v, index):
+        kind = rng.random()
+        if kind < 0.3:
+            return vc_body(rng, v, index, 120)           # no TH the bypass knows
+        opcode = rng.choice([Opcode.LOAD_REQ, Opcode.STORE_REQ, Opcode.LOAD_RSP,
+                             Opcode.STORE_RSP])
+        return ls_frame(rng, v, opcode, rng.choice([LsSize.B64, LsSize.B128]),
+                        rng.choice([Status.OK, Status.OK, Status.ACCESS_DENIED]))
+
+    def source(v):
+        async def process(ctx):
+            for index in range(40):
+                body = frame(v, index)
+                sent[v].append(body)
+                await send(ctx, clock, dut.i[v], body,
+                           idle=lambda: rng.choice([0, 0, 0, 1, 2]))
+                await ctx.tick().repeat(rng.choice([1, 1, 2, 5, 20]))
+            finished.add(v)
+        return process
+
+    async def consumer(ctx):
+        while True:
+            ctx.set(dut.o.ready, rng.random() < 0.8)
+            await ctx.tick()
+
+    async def bench(ctx):
+        limits = [0] * vcs
+        while len(finished) < vcs or len(out.frames) < sum(len(s) for s in sent.values()):
+            v = rng.randrange(vcs)
+            limits[v] += rng.randint(0, 8)
+            await lcw(ctx, dut.lcw_rx, LcwType.CREDIT_UPDATE, v, limits[v])
+            await ctx.tick().repeat(rng.randint(1, 10))
+            assert clock.now < 60000
+        by_vc = {v: [f for f in out.frames if f[0] >> 3 & 7 == v] for v in range(vcs)}
+        for v in range(vcs):
+            assert by_vc[v] == sent[v], f"VC {v}: frames altered, lost or reordered"
+            assert ctx.get(dut.sent[v]) == sum(frame_cost(len(f), CREDIT) for f in sent[v])
+            assert ctx.get(dut.count.frames_sent[v]) == len(sent[v])
+            assert ctx.get(dut.count.frames_dropped[v]) == 0
+        # Some frames took the bypass (first beat out in the cycle it came in).
+        ins = sorted(t for v in range(vcs) for t in clock.firsts[f"i{v}"])
+        assert len(set(ins) & set(clock.firsts["o"])) > 10
+        done["ok"] = True
+
+    run(dut, clock, bench, out.process, consumer, *(source(v) for v in range(vcs)))
+    assert done
