@@ -5,7 +5,7 @@ everything the end sends on ``txd``/``txc``.
 Checks the LLR rules of spec §7 one by one: INIT/INIT_ECHO, cumulative ACKs, NACK → replay
 (and the replay reaction time in cycles), the replay timer, out-of-window ACK/NACK ignored and
 counted, corrupted LCWs dropped, and on the receive side in-order acceptance, one NACK then
-discard-until-expected, duplicates, bad FCS.
+discard-until-expected, duplicates, bad FCS; void frames (spec v1.1 §7) both ways.
 """
 
 import random
@@ -218,6 +218,91 @@ async def receiver_rules(dut):
     assert int(dut.count_bad_frames.value) == 1
     assert int(dut.count_mac_rx_fcs_errors.value) == 1
     assert int(dut.count_frames_received.value) == 11
+
+
+async def send_void(dut, source, body):
+    """Offer ``body`` with ``i_void`` (read with its last beat)."""
+    dut.i_void.value = 1
+    await send_bodies(dut, source, [body])
+    dut.i_void.value = 0
+
+
+@cocotb.test()
+async def void_frames(dut):
+    """Sender: a frame voided with its last beat goes out with the inverted FCS and its seq
+    is the next frame's; it is never replayed. Receiver: a void frame is dropped without a
+    NACK and without using the expected seq, and counted; one whose FCS the line corrupted is
+    an ordinary bad frame (NACK)."""
+    rng = random.Random(5)
+    counter, partner = await bring_up(dut, 100_000)
+    dut.i_void.value = 0
+    source = axis_source(dut, "s_axis")
+    sink = axis_sink(dut, "m_axis")
+    # Void frames long enough that the MAC starts them before their last beat is offered
+    # (they go out, cut through), and a short one that may be voided before it starts.
+    bodies = [rng.randbytes(n) for n in (60, 150, 60, 150, 60)]
+    short = rng.randbytes(9)
+    since = counter.now
+    await send_bodies(dut, source, bodies[:1])
+    await send_void(dut, source, bodies[1])
+    await send_bodies(dut, source, bodies[2:3])
+    await send_void(dut, source, bodies[3])
+    await send_void(dut, source, short)
+    await send_bodies(dut, source, bodies[4:])
+    await ClockCycles(dut.clk, 60)
+    sent = partner.frames(since)
+    good = [(f.seq, f.body) for f in sent if f.error is None]
+    assert good == [(0, bodies[0]), (1, bodies[2]), (2, bodies[4])], sent
+    voids = [(f.seq, f.body) for f in sent if f.error == "void_frames"]
+    assert voids in ([(1, bodies[1]), (2, bodies[3])],
+                     [(1, bodies[1]), (2, bodies[3]), (2, short)]), sent
+    assert len(voids) + len(good) == len(sent)
+    assert int(dut.count_voided_frames.value) == 3
+    assert int(dut.count_mac_tx_void_frames.value) == len(voids)
+    # NACK 0: the replay starts with the frame that reused seq 1; no void frame comes back.
+    since = counter.now
+    partner.send_lcw(LcwType.LLR_NACK, seq=0)
+    await partner.idle()
+    await ClockCycles(dut.clk, 80)
+    replayed = partner.frames(since)
+    assert [(f.seq, f.body, f.error) for f in replayed] == \
+        [(1, bodies[2], None), (2, bodies[4], None)], replayed
+    partner.send_lcw(LcwType.LLR_ACK, seq=2)
+    await ClockCycles(dut.clk, 20)
+    assert int(dut.count_out_of_window.value) == 0
+
+    # Receiver, from seq 200.
+    partner.send_lcw(LcwType.LLR_INIT, seq=200, nonce=7)
+    await ClockCycles(dut.clk, 20)
+    since = counter.now
+    partner.send_frame(bodies[0], 200)
+    partner.send_frame(bodies[1], 201, void=True)
+    partner.send_frame(bodies[2], 201)
+    await partner.idle()
+    await ClockCycles(dut.clk, 30)
+    assert [bytes((await sink.recv()).tdata) for _ in range(2)] == [bodies[0], bodies[2]]
+    assert sink.empty()
+    assert not partner.lcws(LcwType.LLR_NACK, since)
+    assert int(dut.rx_state.value) == RxState.SEND_ACKS.value
+    assert int(dut.count_void_frames.value) == 1
+    assert int(dut.count_mac_rx_void_frames.value) == 1
+    assert int(dut.count_mac_rx_fcs_errors.value) == 0
+    # A void frame whose FCS the line corrupted: a bad frame, NACK(201).
+    since = counter.now
+    words, _ = frame_words(bodies[3], 202, void=True)
+    words[2] = XgmiiWord(words[2].data ^ 0x10, words[2].ctrl)
+    partner.send_words(words + [IDLE_WORD] * 2)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    nacks = partner.lcws(LcwType.LLR_NACK, since)
+    assert len(nacks) == 1 and seq_of(nacks[0].payload) == 201
+    assert int(dut.count_void_frames.value) == 1
+    assert int(dut.count_mac_rx_fcs_errors.value) == 1
+    # The frame that reused seq 202 is accepted.
+    partner.send_frame(bodies[4], 202)
+    await partner.idle()
+    await ClockCycles(dut.clk, 20)
+    assert bytes((await sink.recv()).tdata) == bodies[4]
 
 
 def test_llr_end(tmp_path):

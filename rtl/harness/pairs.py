@@ -9,16 +9,18 @@ idle word.
 A pair's members are ``a`` and ``b`` (what a test drives of each end: its frame streams and
 its management members), and the lines' controls and counters (:func:`LineSignature`). At a
 Verilog export ``a.enable`` is ``a_enable`` and end A's input stream ``a.i`` is
-``s_axis_a``.
+``s_axis_a``. A link end's ``i_void`` flag (spec v1.1 §7) travels with its input stream as
+``user.void`` (:class:`~ethlink.rtl.link.layouts.VoidableFrameLayout`): ``s_axis_a_tuser``.
 """
 
 from amaranth.hdl import Module, Cat, Const, Mux
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..cbfc.cbfc_end import CbfcEnd
 from ..compose import forward
 from ..counters import Counters, counter_values
+from ..link.layouts import VoidableFrameLayout
 from ..link.link_end import IDLE_WORD, LinkEnd
 from ..nic.nic import Nic, NicPortSignature
 from ..params import Flag, IntRange, Param, parameters
@@ -127,8 +129,12 @@ class LinkPair(wiring.Component):
 
     @staticmethod
     def _end_members(end):
-        """What the pair shows of an end."""
-        return wiring.Signature({**end.frame_members, **end.management_members})
+        """What the pair shows of an end: an ``i_void`` flag becomes ``user.void`` of ``i``."""
+        members = {**end.frame_members, **end.management_members}
+        if "i_void" in members:
+            del members["i_void"]
+            members["i"] = In(stream.Signature(VoidableFrameLayout()))
+        return wiring.Signature(members)
 
     def _tie_off(self, m, end):
         """The hooks of the layers above an end, unused in a pair."""
@@ -139,7 +145,15 @@ class LinkPair(wiring.Component):
         a, b = self._ends["a"], self._ends["b"]
         for name, end, ours in (("a", a, self.a), ("b", b, self.b)):
             m.submodules[f"end_{name}"] = end
-            forward(m, ours, end, self._shown)
+            shown = dict(self._shown.members)
+            if "i_void" in end.signature.members:
+                del shown["i"]
+                beat = ours.i.payload
+                m.d.comb += [end.i.valid.eq(ours.i.valid), ours.i.ready.eq(end.i.ready),
+                             end.i_void.eq(beat.user.void)]
+                m.d.comb += [getattr(end.i.payload, f).eq(getattr(beat, f))
+                             for f in ("data", "keep", "first", "last")]
+            forward(m, ours, end, shown)
             self._tie_off(m, end)
         for name, line, tx, rx in (("ab", self.ab, a, b), ("ba", self.ba, b, a)):
             add_line(m, name, line, tx, rx, fec=self.fec, delay=self.delay,

@@ -13,7 +13,9 @@ its CRC leaves :attr:`OctetCrc.residue` whatever the body, so the check does not
 where the CRC octets are. It does not need a matrix per octet count either: with the octets
 after the end of the message fed as zero octets (one fixed 8-octet matrix for every word), the
 register ends at :meth:`OctetCrc.residue_after_zeros` of the number of zero octets, one of a
-few constants (the step over a zero octet is invertible).
+few constants (the step over a zero octet is invertible). A message followed by the bitwise
+inverse of its CRC (a void frame, spec v1.1 §7) leaves a second constant,
+:attr:`OctetCrc.inverse_residue`, by linearity.
 """
 
 from amaranth.hdl import Cat, Const, Signal
@@ -52,6 +54,12 @@ class OctetCrc:
         self.residue = self.update(self.initial, message + self.crc_octets(message))
         assert self.residue == self.update(self.initial, b"" + self.crc_octets(b"")), \
             "the CRC has no constant residue in this octet order"
+        # Inverse residue: the register after any message followed by its CRC inverted.
+        self.inverse_residue = self.update(self.initial,
+                                           message + self._inverted(self.crc_octets(message)))
+        assert self.inverse_residue == self.update(
+            self.initial, self._inverted(self.crc_octets(b""))), \
+            "the CRC has no constant inverse residue in this octet order"
 
     # --- software model (used to build the matrices and by the tests) -------------------------
 
@@ -65,6 +73,14 @@ class OctetCrc:
         """Register after the residue followed by ``octets`` zero octets: what a register fed
         with zero octets in place of the ``octets`` octets after a good message holds."""
         return self.update(self.residue, bytes(octets))
+
+    def inverse_residue_after_zeros(self, octets):
+        """As :meth:`residue_after_zeros`, after a message followed by its CRC inverted."""
+        return self.update(self.inverse_residue, bytes(octets))
+
+    @staticmethod
+    def _inverted(octets):
+        return bytes(o ^ 0xFF for o in octets)
 
     def value(self, state):
         """CRC value of register ``state`` (output reflection and XOR applied)."""

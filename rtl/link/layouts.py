@@ -20,7 +20,8 @@ from ..wire import LCW, SEQ_BITS
 
 __all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout", "LcwStream",
            "LcwEvents", "MacTxUserLayout", "MacRxUserLayout", "MacTxFrameLayout",
-           "MacRxFrameLayout", "CutFrameLayout", "CutFrameStream", "xgmii_tx", "xgmii_rx"]
+           "MacRxFrameLayout", "CutFrameLayout", "CutFrameStream", "VoidableFrameLayout",
+           "xgmii_tx", "xgmii_rx"]
 
 #: The MAC's packet side carries one XGMII word of frame octets per beat.
 MAC_BEAT_OCTETS = 8
@@ -63,13 +64,16 @@ def _frame_beat(user):
 
 
 class MacTxUserLayout(data.StructLayout):
-    """Start-word fields of a frame for :class:`MacTx`, read on its first beat only.
+    """Per-frame fields for :class:`MacTx`: the start word's, read on the frame's first beat,
+    and ``void``, read on its last beat.
 
     ``sequenced`` selects class 0xE (sequenced; ``seq`` goes into Q1…Q3) or 0x5 (unsequenced;
-    C Q1…Q3 = 0x55 0x55 0x55 0x55 as in a plain Ethernet preamble) (spec v1.1 §5).
+    C Q1…Q3 = 0x55 0x55 0x55 0x55 as in a plain Ethernet preamble) (spec v1.1 §5). ``void``
+    ends the frame with the bitwise inverse of its FCS: a void frame (spec v1.1 §7).
     """
     def __init__(self):
-        super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1)})
+        super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1),
+                          "void": unsigned(1)})
 
 
 class MacRxUserLayout(data.StructLayout):
@@ -78,10 +82,13 @@ class MacRxUserLayout(data.StructLayout):
     ``seq`` and ``sequenced`` (class 0xE) are valid on every beat of the frame. ``error`` is
     valid on the last beat: the frame is bad (FCS error, ``/E/`` or another control character
     inside it, truncated, over-long) and must be discarded; the MAC counts the cause.
+    ``void`` is valid on the last beat: the frame is a void frame (ended by ``/T/``, length
+    and start check good, FCS exactly the inverse of the right one, spec v1.1 §7); ``error``
+    is then high too, so a consumer that knows nothing of void frames drops it.
     """
     def __init__(self):
         super().__init__({"seq": unsigned(SEQ_BITS), "sequenced": unsigned(1),
-                          "error": unsigned(1)})
+                          "error": unsigned(1), "void": unsigned(1)})
 
 
 class MacTxFrameLayout(data.StructLayout):
@@ -111,3 +118,12 @@ def CutFrameStream():
     """A stream of :class:`CutFrameLayout` beats that never waits (``always_ready``): the line
     cannot be stopped, so its consumer has room for whatever its credits allowed."""
     return stream.Signature(CutFrameLayout(), always_ready=True)
+
+
+class VoidableFrameLayout(data.StructLayout):
+    """A frame-body beat that may end a void frame: the
+    :class:`~ethlink.rtl.stream.PacketLayout` members (8 octets) and ``user.void``, read on
+    the last beat (spec v1.1 §7; ``tuser`` at an export). A link end takes a plain packet
+    stream and the flag beside it (``i_void``); a harness shows the two as this one stream."""
+    def __init__(self):
+        super().__init__(_frame_beat(data.StructLayout({"void": unsigned(1)})))

@@ -80,6 +80,9 @@ class LinkEnd(wiring.Component):
         Frame bodies (OEFH + TH + payload) to send and received, in order, exactly once. With
         ``rx_cut_through`` ``o`` is a :func:`~.layouts.CutFrameStream` (no receive buffer,
         every frame's verdict on its last beat, see :class:`LlrRx`).
+    i_void : In(1)
+        With the last beat on ``i``: the frame is abandoned and ends void on the line
+        (:attr:`LlrTx.i_void`, spec v1.1 §7); it is never delivered. 0 when unused.
     txd, txc : Out(64), Out(8); rxd, rxc : In(64), In(8)
         XGMII towards and from the line.
     lcw_tx_ext : In(LcwStream())
@@ -116,6 +119,7 @@ class LinkEnd(wiring.Component):
                            ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame)
         #: Frame bodies in and out: what a pair's harness drives.
         self.frame_members = {"i": In(PacketStream(MAC_BEAT_OCTETS)),
+                              "i_void": In(1),
                               "o": Out(CutFrameStream() if rx_cut_through
                                        else PacketStream(MAC_BEAT_OCTETS))}
         #: What software sees of the end (:func:`link_management`).
@@ -156,6 +160,7 @@ class LinkEnd(wiring.Component):
         if fill:
             self._fill(m, lcws.o, mac_tx.fill)
         m.d.comb += [
+            llr_tx.i_void.eq(self.i_void),
             mac_tx.abort.eq(llr_tx.abort),
             self.txd.eq(mac_tx.txd), self.txc.eq(mac_tx.txc),
             mac_rx.rxd.eq(self.rxd), mac_rx.rxc.eq(self.rxc),

@@ -66,6 +66,9 @@ class LlrRx(wiring.Component):
     * **Newer seq** (a frame went missing) or **no room**: discarded; in SEND_ACKS one
       LLR_NACK (seq = last good) and NACK_SENT; in NACK_SENT silently (spec: no further NACK).
     * **Unsequenced** frames (class 0x5) are delivered when good, outside the LLR.
+    * **Void** frames (``user.void`` on the last beat, spec v1.1 §7) are dropped without a
+      NACK and without any change of state or expected seq, and counted (``void_frames``).
+      One with a corrupted FCS arrives as an ordinary bad frame.
     * **LLR_INIT** (seq, nonce): the expected seq becomes ``seq``, state SEND_ACKS, a frame
       being received is dropped, and LLR_INIT_ECHO returns the payload.
 
@@ -105,10 +108,11 @@ class LlrRx(wiring.Component):
     count : Out(Counters)
         Frames accepted, bad frames, NACKs and ACKs sent, duplicates, sequence errors, frames
         discarded while waiting for a replay or before INIT, frames refused for lack of room,
-        unsequenced frames delivered, INITs received.
+        unsequenced frames delivered, INITs received, void frames dropped.
     """
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "acks_sent", "duplicates",
-                "seq_errors", "discarded", "overflows", "unsequenced", "inits_received")
+                "seq_errors", "discarded", "overflows", "unsequenced", "inits_received",
+                "void_frames")
 
     def __init__(self, buffer_octets=8192, ack_every=8, ack_timer=128, cut_through=0):
         self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
@@ -219,7 +223,7 @@ class RxAcceptor(wiring.Component):
     of the beat or LCW). Throughput: one beat per cycle.
     """
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "duplicates", "seq_errors",
-                "discarded", "overflows", "unsequenced", "inits_received")
+                "discarded", "overflows", "unsequenced", "inits_received", "void_frames")
 
     def __init__(self):
         super().__init__({
@@ -295,11 +299,14 @@ class RxAcceptor(wiring.Component):
             m, first & beat.user.sequenced & (state == RxState.OFF))
         counters["overflows"].increment(m, first & ~beat.user.sequenced & ~room)
 
+        # Ref: spec v1.1 §7 — a void frame is dropped silently: no NACK, no change of state.
+        counters["void_frames"].increment(m, arrive & beat.last & beat.user.void)
         with m.If(writing & beat.last):
             with m.If(beat.user.error):
-                counters["bad_frames"].increment(m, 1)
-                with m.If(beat.user.sequenced):
-                    ask_nack(always=True)
+                with m.If(~beat.user.void):
+                    counters["bad_frames"].increment(m, 1)
+                    with m.If(beat.user.sequenced):
+                        ask_nack(always=True)
             with m.Else():
                 with m.If(beat.user.sequenced):
                     m.d.comb += ev.committed.eq(1)

@@ -77,7 +77,8 @@ class LlrTx(wiring.Component):
       check is registered, one cycle old), so a frame once started is never stalled for room.
     * **ACK** ``n`` (in window) frees every frame up to ``n``. **NACK** ``n`` (in window) frees
       them too and replays from ``n + 1``: the frame on the wire, if any, is cut by ``abort``
-      (:class:`MacTx` ends it with ``/E/``) and the first replayed frame follows. The window is
+      (:class:`MacTx` ends it with ``/E/``) and the first replayed frame follows; but a NACK
+      for the very frame being resent is already answered by that copy, which goes on. The window is
       ``[oldest unacknowledged − 1, newest sent]``; anything else is ignored and counted.
     * **Replay timer.** With frames outstanding and no progress for ``replay_timeout`` cycles
       (0: automatic, 2·``rtt`` + :data:`AUTO_TIMEOUT_MARGIN` once ``rtt_valid``, else
@@ -88,6 +89,14 @@ class LlrTx(wiring.Component):
       LLR_INIT_ECHO arrives; then ``failed`` falls and sending resumes. The frame being written
       at that moment is kept. Frames keep being taken into the buffer during INIT.
     * **OFF.** While ``enable`` is low nothing is sent; raising it starts INIT.
+    * **Void frames (spec v1.1 §7).** ``i_void`` with the last beat of a frame abandons that
+      frame (a cut-through forwarder learnt it was bad): it leaves the replay buffer at once
+      (never replayed; its words and its sequence number go to the next frame taken, so
+      the partner's expected sequence number is unaffected) and ``count_voided_frames`` counts
+      it. If the reader has already started it on the wire, the reader finishes it, from the
+      buffer, with ``user.void`` on its last beat (:class:`MacTx` inverts the FCS); the next
+      frame is taken once that last word is read. If not, it is never sent. Frames are
+      numbered in the order taken on ``i``, voided frames left out.
 
     Latency: a beat taken on ``i`` in cycle *t* (buffer caught up) is offered on ``mac`` in
     *t* + 1 (the buffer read is transparent to the same-cycle write). A NACK on ``lcw_rx`` in
@@ -98,8 +107,11 @@ class LlrTx(wiring.Component):
     -------
     i : In(PacketStream(8))
         Frame bodies from the upper layer.
+    i_void : In(1)
+        With ``i.valid`` and ``i.payload.last``: the frame ends void (abandoned). 0 when unused.
     mac : Out(stream.Signature(MacTxFrameLayout))
-        Frames to the MAC, ``user.sequenced`` = 1 and ``user.seq`` their number.
+        Frames to the MAC, ``user.sequenced`` = 1, ``user.seq`` their number, ``user.void`` on
+        the last beat of a frame voided while on the wire.
     abort : Out(1)
         Cut the frame the MAC is sending: a strobe in the cycle the reader jumps (replay,
         skip, FLUSH); the next beat offered is the first of the frame the jump goes to.
@@ -115,18 +127,21 @@ class LlrTx(wiring.Component):
     state : Out(TxState)
     head : Out(20)
         Sequence number of the oldest frame not yet acknowledged (or flushed). Frames are
-        numbered from 0 in the order they are taken on ``i``, so the layer above can tell
-        which of its frames the link has finished with (CBFC's settled credits).
+        numbered from 0 in the order they are taken on ``i``, voided frames left out (a voided
+        frame's number is the next frame's), so the layer above can tell which of its frames
+        the link has finished with (CBFC's settled credits; a layer that voids frames settles
+        a voided frame's credits itself, at the void).
     failed : Out(1)
         The link failed (FLUSH) and has not re-initialised yet.
     count : Out(Counters)
         Frames sent new and replayed, replays, NACKs/ACKs received, out-of-window ACK/NACKs,
         timeouts, flushes, flushed frames, INITs sent; high-water marks of buffer words and
-        frames.
+        frames; frames voided on ``i`` (``voided_frames``; those that went out are also in
+        ``frames_sent``).
     """
     COUNTERS = ("frames_sent", "frames_replayed", "replays", "nacks_received",
                 "acks_received", "out_of_window", "timeouts", "flushes", "flushed_frames",
-                "inits_sent", "buffer_words_high", "buffer_frames_high")
+                "inits_sent", "buffer_words_high", "buffer_frames_high", "voided_frames")
 
     def __init__(self, buffer_octets=16384, buffer_frames=64, replay_max=8):
         self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
@@ -134,6 +149,7 @@ class LlrTx(wiring.Component):
         self.replay_max = replay_max
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
+            "i_void": In(1),
             "mac": Out(stream.Signature(MacTxFrameLayout())),
             "abort": Out(1),
             "lcw_rx": In(LcwEvents()),
@@ -186,11 +202,14 @@ class LlrTx(wiring.Component):
         wiring.connect(m, phase.lcw_tx, wiring.flipped(self.lcw_tx))
 
         m.d.comb += [
+            writer.i_void.eq(self.i_void),
             writer.room.eq(occupancy.room),
+            writer.hold.eq(reader.draining),
             occupancy.head.eq(control.head),
             reader.phase.eq(phase.phase),
             control.phase.eq(phase.phase),
             control.send.eq(reader.send),
+            control.resending.eq(reader.resending),
             control.sent_hi.eq(reader.sent_hi),
             control.frames_held.eq(occupancy.frames_held),
             control.echoed.eq(phase.echoed),
@@ -207,7 +226,7 @@ class LlrTx(wiring.Component):
             self.head.eq(control.head),
             self.failed.eq(phase.failed),
         ]
-        for part in (occupancy, reader, control, phase):
+        for part in (writer, occupancy, reader, control, phase):
             forward(m, self.count, part.count)
         return m
 
@@ -229,10 +248,11 @@ def WriterStatus(addr_bits):
     current cycle: ``nxt`` the sequence number it gets, ``addr`` the next word written,
     ``frame_start`` where frame ``nxt`` starts (its first word, or ``addr`` between frames),
     ``in_frame`` a frame is half written, ``take`` a beat is written this cycle, ``last`` the
-    beat offered ends its frame."""
+    beat offered ends its frame, ``void`` ... as a void frame (spec v1.1 §7): taken with
+    ``take``, frame ``nxt`` is dropped and the writer goes back to its first word."""
     return wiring.Signature({"nxt": Out(SEQ_BITS), "addr": Out(addr_bits),
                              "frame_start": Out(addr_bits), "in_frame": Out(1),
-                             "take": Out(1), "last": Out(1)})
+                             "take": Out(1), "last": Out(1), "void": Out(1)})
 
 
 def Jump():
@@ -252,34 +272,50 @@ class ReplayWriter(wiring.Component):
     of each frame is recorded in the start table under its sequence number ``nxt``, which
     counts up after each last beat. Words and frames lie back to back, wrapping around.
 
+    A last beat with ``i_void`` ends a void frame (spec v1.1 §7): ``nxt`` stays and the next
+    word written is the void frame's first, so the next frame takes its words and its number.
+    While ``hold`` is high (the reader is finishing a void frame on the wire from those very
+    words) no new frame starts.
+
     Members
     -------
     i : In(PacketStream(8))
         Frame bodies from the upper layer.
+    i_void : In(1)
+        The last beat on ``i`` ends a void frame.
     buffer : Out(WritePort.Signature(FrameWordLayout))
         Write port of the replay buffer.
     starts : Out(WritePort.Signature(unsigned(addr bits)))
         Write port of the start table.
     room : In(1)
         A new frame may start (:class:`ReplayOccupancy`).
+    hold : In(1)
+        No new frame may start (:class:`ReplayReader` finishes a void frame).
     status : Out(WriterStatus)
         The frame being written.
+    count : Out(Counters)
+        Void frames taken.
 
     Latency: a beat taken in cycle *t* is in the buffer, and counted in ``status.addr``, from
     *t* + 1; ``status.take`` and ``status.last`` are of cycle *t*, so a reader can follow the
     same cycle (the buffer read is transparent to the write).
     Throughput: one beat per cycle.
     """
+    COUNTERS = ("voided_frames",)
+
     def __init__(self, words, frames):
         self.words, self.frames = words, frames
         aw = exact_log2(words)
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
+            "i_void": In(1),
             "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
             "starts": Out(WritePort.Signature(addr_width=exact_log2(frames),
                                               shape=unsigned(aw)).flip()),
             "room": In(1),
+            "hold": In(1),
             "status": Out(WriterStatus(aw)),
+            "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
@@ -291,8 +327,11 @@ class ReplayWriter(wiring.Component):
         wr_start = Signal(AW)          # first word of the frame being written
         wr_in_frame = Signal()
         nxt = Signal(SEQ_BITS)
-        m.d.comb += self.i.ready.eq(wr_in_frame | self.room)
+        counters = CounterBank(m, self.count)
+        m.d.comb += self.i.ready.eq(wr_in_frame | (self.room & ~self.hold))
         take = self.i.valid & self.i.ready
+        frame_start = Mux(wr_in_frame, wr_start, wr_addr)
+        void = self.i.payload.last & self.i_void
         m.d.comb += [
             wr.addr.eq(wr_addr),
             wr.data.data.eq(self.i.payload.data),
@@ -308,16 +347,22 @@ class ReplayWriter(wiring.Component):
             with m.If(~wr_in_frame):
                 m.d.sync += wr_start.eq(wr_addr)
             m.d.sync += wr_in_frame.eq(~self.i.payload.last)
-            with m.If(self.i.payload.last):
+            with m.If(void):
+                # Ref: spec v1.1 §7 — the void frame leaves the buffer; its words and its
+                # number go to the next frame.
+                m.d.sync += wr_addr.eq(frame_start)
+            with m.Elif(self.i.payload.last):
                 m.d.sync += nxt.eq(nxt + 1)
+        counters["voided_frames"].increment(m, take & void)
 
         m.d.comb += [
             self.status.nxt.eq(nxt),
             self.status.addr.eq(wr_addr),
-            self.status.frame_start.eq(Mux(wr_in_frame, wr_start, wr_addr)),
+            self.status.frame_start.eq(frame_start),
             self.status.in_frame.eq(wr_in_frame),
             self.status.take.eq(take),
             self.status.last.eq(self.i.payload.last),
+            self.status.void.eq(void),
         ]
         return m
 
@@ -396,6 +441,13 @@ class ReplayReader(wiring.Component):
     offers (the MAC aborts the frame on the wire) and ``go`` restarts at frame ``jump.to``,
     ``flush`` at the frame being written, forgetting every frame held.
 
+    A frame voided by the writer (spec v1.1 §7) while the reader is inside it is finished
+    from the buffer: ``draining`` holds the writer off (the next frame would write over the
+    words still to read) until the void frame's last word is read; that beat goes to the MAC
+    with ``user.void``. The reader then stays at the same sequence number, at the void frame's
+    first word, where the next frame will be written. A frame that was started (``sent_hi``
+    past it) and is voided is forgotten: ``sent_hi`` goes back to its number.
+
     Members
     -------
     writer : In(WriterStatus)
@@ -412,6 +464,10 @@ class ReplayReader(wiring.Component):
         Next frame to read; one past the newest frame ever started.
     replaying : Out(1)
         The frame being sent (or next) is a resend.
+    resending : Out(1)
+        A resend of frame ``send`` has started (its first word is read) and is not finished.
+    draining : Out(1)
+        Finishing a void frame on the wire (from a register).
     count : Out(Counters)
         Frames sent new and frames resent.
 
@@ -437,6 +493,8 @@ class ReplayReader(wiring.Component):
             "send": Out(SEQ_BITS),
             "sent_hi": Out(SEQ_BITS),
             "replaying": Out(1),
+            "resending": Out(1),
+            "draining": Out(1),
             "count": Out(Counters(self.COUNTERS)),
         })
 
@@ -454,20 +512,32 @@ class ReplayReader(wiring.Component):
         out_valid = Signal()
         out_first = Signal()
         out_seq = Signal(SEQ_BITS)
+        out_void = Signal()
         restart = jump.restart
         sending = (self.phase == TxState.ADVANCE)
+        # Finishing a void frame: its words up to `drain_end` are still in the buffer, behind
+        # the writer's address (the writer went back to the frame's first word and waits).
+        drain = Signal()
+        drain_end = Signal(AW)
+        void_end = take & wrt.last & wrt.void       # frame `nxt` ends void this cycle
 
         complete = send != nxt         # frame `send` is wholly in the buffer
         # End of frame `send` = start of the frame after it (frames lie back to back).
         m.d.comb += self.next_start.frame.eq((send + 1)[:FW])
         end_addr = Mux((send + 1)[:SEQ_BITS] == nxt, wrt.frame_start, self.next_start.addr)
-        exists = complete | wrt.in_frame | take
-        word_ready = complete | (rd_addr != wr_addr) | take
+        exists = complete | wrt.in_frame | take | drain
+        word_ready = complete | (rd_addr != wr_addr) | take | drain
         advance = ~out_valid | self.mac.ready
         read = Signal()
         m.d.comb += read.eq(sending & ~restart & advance & exists & word_ready)
-        ends = Mux(complete, (rd_addr + 1)[:AW] == end_addr,
-                   take & wrt.last & (rd_addr == wr_addr))
+        ends = Signal()
+        m.d.comb += ends.eq(Mux(drain, (rd_addr + 1)[:AW] == drain_end,
+                                Mux(complete, (rd_addr + 1)[:AW] == end_addr,
+                                    take & wrt.last & (rd_addr == wr_addr))))
+        # The word read ends a void frame: the one drained, or the last word being written
+        # (the reader caught up with the writer).
+        read_void = Signal()
+        m.d.comb += read_void.eq(read & ends & (drain | (~complete & void_end)))
         m.d.comb += [
             rd.addr.eq(rd_addr),
             rd.en.eq(read | ~out_valid | self.mac.ready),
@@ -477,9 +547,13 @@ class ReplayReader(wiring.Component):
                 rd_addr.eq(rd_addr + 1),
                 out_first.eq(rd_first),
                 out_seq.eq(send),
+                out_void.eq(read_void),
                 rd_first.eq(ends),
             ]
-            with m.If(ends):
+            with m.If(read_void):
+                # Ref: spec v1.1 §7 — the next frame reuses the number, from the same words.
+                m.d.sync += rd_addr.eq(wrt.frame_start)
+            with m.Elif(ends):
                 m.d.sync += send.eq(send + 1)
             with m.If(rd_first):
                 with m.If(send == sent_hi):
@@ -489,6 +563,18 @@ class ReplayReader(wiring.Component):
         with m.If(advance | restart):
             m.d.sync += out_valid.eq(read)
 
+        # A frame voided while the reader is inside it (it read its first word before, or
+        # reads a word of it now that is not the last): finish it from the buffer.
+        inside = ~complete & (~rd_first | read)
+        with m.If(void_end & inside & ~restart & ~read_void):
+            m.d.sync += [drain.eq(1), drain_end.eq((wr_addr + 1)[:AW])]
+        with m.If(read_void | restart):
+            m.d.sync += drain.eq(0)
+        # A voided frame that was started is no longer the newest frame started.
+        with m.If(void_end & (((sent_hi - nxt)[:SEQ_BITS] == 1)
+                              | (read & rd_first & ~complete))):
+            m.d.sync += sent_hi.eq(nxt)
+
         m.d.comb += [
             self.mac.valid.eq(out_valid & ~restart),
             self.mac.payload.data.eq(rd.data.data),
@@ -497,6 +583,7 @@ class ReplayReader(wiring.Component):
             self.mac.payload.first.eq(out_first),
             self.mac.payload.user.seq.eq(out_seq),
             self.mac.payload.user.sequenced.eq(1),
+            self.mac.payload.user.void.eq(out_void),
         ]
 
         m.d.comb += self.target_start.frame.eq(jump.to[:FW])
@@ -522,6 +609,8 @@ class ReplayReader(wiring.Component):
             self.send.eq(send),
             self.sent_hi.eq(sent_hi),
             self.replaying.eq((send != sent_hi) & ~fresh),
+            self.resending.eq(~rd_first & (send != sent_hi) & ~fresh),
+            self.draining.eq(drain),
         ]
         return m
 
@@ -550,6 +639,8 @@ class ReplayControl(wiring.Component):
         The transmitter's phase (:class:`LlrTxPhase`).
     send, sent_hi : In(20)
         The reader's next frame, and one past the newest frame ever started.
+    resending : In(1)
+        A resend of frame ``send`` is on its way to the MAC (:class:`ReplayReader`).
     frames_held : In(frames bits + 1)
     echoed : In(1)
         The partner echoed the LLR_INIT offered (:class:`LlrTxPhase`); used in INIT.
@@ -582,6 +673,7 @@ class ReplayControl(wiring.Component):
             "phase": In(TxState),
             "send": In(SEQ_BITS),
             "sent_hi": In(SEQ_BITS),
+            "resending": In(1),
             "frames_held": In(fw + 1),
             "echoed": In(1),
             "replay_timeout": In(TIMER_BITS),
@@ -624,7 +716,12 @@ class ReplayControl(wiring.Component):
         with m.If((is_ack | is_nack) & live & in_window):
             m.d.comb += progress.eq(lcw_next != head)
             m.d.sync += head.eq(lcw_next)
-            with m.If(is_nack):
+            # A NACK for the frame being resent right now is already answered: that copy left
+            # after the bad one the receiver saw, so it reaches the receiver next. Cutting it
+            # would make it bad in turn and, for a frame longer than the round trip, draw the
+            # same NACK again while its next copy is on the wire, for ever.
+            answered = self.resending & (lcw_next == send)
+            with m.If(is_nack & ~answered):
                 m.d.sync += [jump.eq(1), jump_to.eq(lcw_next), jump_is_replay.eq(1)]
             with m.Elif(~seq_in_window(lcw_next, head, send)):
                 # Acknowledged beyond the frame being resent: skip what is already delivered.

@@ -49,14 +49,18 @@ class MacRx(wiring.Component):
       new ``/S/`` in lane 0 also starts the next frame.
     * A frame ended by ``/T/`` is, in this order: a runt (fewer than 4 octets,
       ``count_runts``), too long (more than ``max_body_octets`` body octets,
-      ``count_too_long``), a failed start check (``count_start_check_errors``), an FCS error (``count_fcs_errors``; checked by the CRC-32 residue
-      over body and FCS, so the FCS position is not needed), or good (``count_frames``,
-      ``count_octets``). A frame is known to be too long as soon as its octets exceed
-      ``max_body_octets`` + 4: its last beat goes out at once and the rest is ignored.
+      ``count_too_long``), a failed start check (``count_start_check_errors``), a void frame
+      (its FCS is exactly the inverse of the right one, spec v1.1 §7: ``count_void_frames``,
+      not an FCS error), an FCS error (``count_fcs_errors``; both checked by the CRC-32
+      residue over body and FCS, so the FCS position is not needed), or good
+      (``count_frames``, ``count_octets``). A frame is known to be too long as soon as its
+      octets exceed ``max_body_octets`` + 4: its last beat goes out at once and the rest is
+      ignored.
     * Every frame that started delivers at least one beat and ends with exactly one ``last``
-      beat; ``user.error`` on it marks a bad frame (each bad frame is counted once, by cause).
-      A bad frame with nothing delivered yet (or a runt, or an empty-bodied frame) ends with a
-      single beat ``keep`` = 0. The FCS is stripped.
+      beat; ``user.error`` on it marks a bad frame (each bad frame is counted once, by cause);
+      ``user.void`` (with ``user.error``) marks a void frame. A bad frame with nothing
+      delivered yet (or a runt, or an empty-bodied frame) ends with a single beat ``keep`` = 0.
+      The FCS is stripped.
     * LCWs, between frames or inside one: a good crc8 gives ``lcw.valid`` for one cycle
       (``count_lcws``); a bad one is dropped (``count_lcw_crc_errors``). Idle and other words
       between frames are ignored. Reset starts between frames.
@@ -70,12 +74,12 @@ class MacRx(wiring.Component):
         The received XGMII word, lane i in ``rxd[8i+7:8i]``, control flag ``rxc[i]``.
     o : Out(stream.Signature(MacRxFrameLayout()))
         Frame bodies, 8 octets per beat; ``user.seq``/``user.sequenced`` (0 for an
-        unsequenced frame) on every beat, ``user.error`` on the last beat.
+        unsequenced frame) on every beat, ``user.error`` and ``user.void`` on the last beat.
     lcw : Out(stream.Signature(LcwLayout()))
         Received LCWs with a good crc8.
     count : Out(Counters)
         ``frames``, ``octets`` (body octets of good frames), ``bad_starts``,
-        ``start_check_errors``, ``fcs_errors``,
+        ``start_check_errors``, ``fcs_errors``, ``void_frames``,
         ``error_chars``, ``truncated``, ``too_long``, ``runts``, ``lcws``,
         ``lcw_crc_errors``, ``overruns``, ``lcw_overruns``. Saturating;
         ``octets`` catches up 1 cycle after ``frames``.
@@ -93,8 +97,8 @@ class MacRx(wiring.Component):
     """
 
     COUNTERS = ("frames", "octets", "bad_starts", "start_check_errors", "fcs_errors",
-                "error_chars", "truncated", "too_long", "runts", "lcws", "lcw_crc_errors",
-                "overruns", "lcw_overruns")
+                "void_frames", "error_chars", "truncated", "too_long", "runts", "lcws",
+                "lcw_crc_errors", "overruns", "lcw_overruns")
 
     def __init__(self, max_body_octets=MAX_BODY_OCTETS):
         self._max = max_body_octets
@@ -142,19 +146,20 @@ def WordKind():
 def FcsCheckRequest():
     """Ask :class:`FcsCheck` about the frame's CRC register ``crc``: the register after the
     word on rxd ``next`` back; and ``ok``: after a /T/ word in lane ``lane``, ``crc`` is that of
-    a good frame."""
+    a good frame; ``void``: that of a void frame (the FCS inverted)."""
     return wiring.Signature({"crc": Out(32), "lane": Out(range(8)),
-                             "next": In(32), "ok": In(1)})
+                             "next": In(32), "ok": In(1), "void": In(1)})
 
 
 def FrameEndRequest(octets_shape):
     """Ask :class:`FrameVerdict` about a frame ended by /T/ (second stage): ``valid`` the frame
-    ends this cycle, its checks ``runt``, ``too_long``, ``start_ok`` and ``fcs_ok``, its body
-    ``octets`` out; ``error`` (the frame is bad; meaningful with ``valid``) back in the same
+    ends this cycle, its checks ``runt``, ``too_long``, ``start_ok``, ``fcs_ok`` and
+    ``fcs_void`` (the FCS is inverted), its body ``octets`` out; ``error`` (the frame is bad) and
+    ``void`` (it is a void frame, spec v1.1 §7), meaningful with ``valid``, back in the same
     cycle."""
     return wiring.Signature({"valid": Out(1), "runt": Out(1), "too_long": Out(1),
-                             "start_ok": Out(1), "fcs_ok": Out(1), "octets": Out(octets_shape),
-                             "error": In(1)})
+                             "start_ok": Out(1), "fcs_ok": Out(1), "fcs_void": Out(1),
+                             "octets": Out(octets_shape), "error": In(1), "void": In(1)})
 
 
 def _octets_shape(max_body_octets):
@@ -277,7 +282,8 @@ class FcsCheck(wiring.Component):
     /T/ word in lane t it holds A^(8-t)·R, where R is the register after the data octets (body
     and FCS) and A the register's step over one zero octet. A is invertible, so the frame is
     good exactly when it equals A^(8-t)·residue, a constant per lane t: ``ok`` is a compare
-    with one of 8 constants (Ref: spec §4).
+    with one of 8 constants (Ref: spec §4). A void frame (its FCS inverted, spec v1.1 §7)
+    leaves A^(8-t)·inverse residue: ``void`` is a compare with 8 other constants.
 
     Members
     -------
@@ -297,11 +303,13 @@ class FcsCheck(wiring.Component):
         lane_mask = Cat(*((~c[j]).replicate(8) for j in range(8)))
         m.d.comb += io.next.eq(fcs.next_state(m, crc, self.rxd & lane_mask, 8, "fcs_next"))
         crc_ok = Signal(name="fcs_ok")
+        crc_void = Signal(name="fcs_void")
         with m.Switch(io.lane):
             for t in range(8):
                 with m.Case(t):
-                    m.d.comb += crc_ok.eq(crc == fcs.residue_after_zeros(8 - t))
-        m.d.comb += io.ok.eq(crc_ok)
+                    m.d.comb += [crc_ok.eq(crc == fcs.residue_after_zeros(8 - t)),
+                                 crc_void.eq(crc == fcs.inverse_residue_after_zeros(8 - t))]
+        m.d.comb += [io.ok.eq(crc_ok), io.void.eq(crc_void)]
         return m
 
 
@@ -377,6 +385,7 @@ class MacRxFramer(wiring.Component):
         crc_next = self.fcs.next
         m.d.comb += [self.end.valid.eq(end_valid), self.end.runt.eq(end_runt),
                      self.end.too_long.eq(end_too_long), self.end.fcs_ok.eq(self.fcs.ok),
+                     self.end.fcs_void.eq(self.fcs.void),
                      self.end.start_ok.eq(start_ok),
                      self.end.octets.eq(end_octets)]
 
@@ -386,6 +395,7 @@ class MacRxFramer(wiring.Component):
         e_keep = Signal(8, name="emit_keep")
         e_last = Signal(name="emit_last")
         e_error = Signal(name="emit_error")
+        e_void = Signal(name="emit_void")
         e_first = Signal(name="emit_first")
 
         def deliver(data, keep, last, error=0):
@@ -404,7 +414,8 @@ class MacRxFramer(wiring.Component):
         with m.If(end_valid):
             counters["too_long"].increment(m, ~end_runt & end_too_long)
             m.d.comb += [emit.eq(1), e_data.eq(end_data), e_keep.eq(end_keep), e_last.eq(1),
-                         e_error.eq(self.end.error), e_first.eq(end_first)]
+                         e_error.eq(self.end.error), e_void.eq(self.end.void),
+                         e_first.eq(end_first)]
         m.d.sync += end_valid.eq(0)
 
         with m.Switch(state):
@@ -467,7 +478,7 @@ class MacRxFramer(wiring.Component):
         beat = self.o.payload
         m.d.sync += [self.o.valid.eq(emit), beat.data.eq(e_data), beat.keep.eq(e_keep),
                      beat.last.eq(e_last), beat.first.eq(e_first),
-                     beat.user.error.eq(e_error & e_last),
+                     beat.user.error.eq(e_error & e_last), beat.user.void.eq(e_void & e_last),
                      beat.user.seq.eq(seq), beat.user.sequenced.eq(seq_valid)]
         return m
 
@@ -475,21 +486,22 @@ class MacRxFramer(wiring.Component):
 class FrameVerdict(wiring.Component):
     """Judge and count a frame ended by /T/, in its second stage.
 
-    In order: a runt (fewer than 4 octets), too long, a failed start check, an FCS error, or
-    good (``frames``, and its body ``octets``); ``error`` is high for all but a good frame.
+    In order: a runt (fewer than 4 octets), too long, a failed start check, a void frame (the
+    FCS exactly inverted, spec v1.1 §7: ``void`` high), an FCS error, or good (``frames``, and
+    its body ``octets``); ``error`` is high for all but a good frame.
 
     Members
     -------
     end : In(FrameEndRequest)
     count : Out(Counters)
-        ``frames``, ``octets``, ``runts``, ``start_check_errors``, ``fcs_errors``
-        (``too_long`` is the framer's).
+        ``frames``, ``octets``, ``runts``, ``start_check_errors``, ``void_frames``,
+        ``fcs_errors`` (``too_long`` is the framer's).
 
     Latency: ``error`` is combinational; ``octets`` is added one cycle after ``frames``
     (registered first: keeps the octet adder off the FCS check's path).
     Throughput: one frame end per cycle.
     """
-    COUNTERS = ("frames", "octets", "start_check_errors", "fcs_errors", "runts")
+    COUNTERS = ("frames", "octets", "start_check_errors", "fcs_errors", "void_frames", "runts")
 
     def __init__(self, max_body_octets):
         super().__init__({"end": In(FrameEndRequest(_octets_shape(max_body_octets))),
@@ -504,12 +516,15 @@ class FrameVerdict(wiring.Component):
         m.d.sync += octets_en.eq(0)
         counters["octets"].add(m, octets_add, octets_en)
         error = end.runt | end.too_long | ~end.start_ok | ~end.fcs_ok
-        m.d.comb += end.error.eq(error)
+        length_ok = ~end.runt & ~end.too_long
+        # Ref: spec v1.1 §7 — a void frame is dropped like a bad one but is no FCS error.
+        void = length_ok & end.start_ok & end.fcs_void
+        m.d.comb += [end.error.eq(error), end.void.eq(void)]
         with m.If(end.valid):
             counters["runts"].increment(m, end.runt)
-            length_ok = ~end.runt & ~end.too_long
             counters["start_check_errors"].increment(m, length_ok & ~end.start_ok)
-            counters["fcs_errors"].increment(m, length_ok & end.start_ok & ~end.fcs_ok)
+            counters["void_frames"].increment(m, void)
+            counters["fcs_errors"].increment(m, length_ok & end.start_ok & ~end.fcs_ok & ~void)
             counters["frames"].increment(m, ~error)
             m.d.sync += [octets_en.eq(~error), octets_add.eq(end.octets)]
         return m

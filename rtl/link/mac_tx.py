@@ -81,6 +81,9 @@ class MacTx(wiring.Component):
       55``), the body
       octets, the FCS (IEEE CRC-32 of the body, least significant octet first), then ``/T/`` in
       whatever lane follows, ``/I/`` to the end of that word.
+    * **Void frames (spec v1.1 §7).** When the last beat has ``user.void``, the FCS is sent
+      bitwise inverted (``count_void_frames``): the receiver drops the frame without a NACK.
+      Nothing else changes (same words, same timing).
     * From ``/T/`` (inclusive) to the next ``/S/`` (exclusive) there are at least ``ifg``
       octets; the words after the ``/T/`` word count 8 octets each, LCW words included. There
       is no deficit idle count: a frame always starts in lane 0, so the gap is ``ifg`` rounded
@@ -111,8 +114,9 @@ class MacTx(wiring.Component):
     Members
     -------
     i : In(stream.Signature(MacTxFrameLayout()))
-        Frame bodies (OEFH + TH + payload, no FCS), 8 octets per beat, ``user`` read on the
-        first beat; a 0-octet body is one beat with ``keep`` = 0.
+        Frame bodies (OEFH + TH + payload, no FCS), 8 octets per beat, ``user.seq`` and
+        ``user.sequenced`` read on the first beat, ``user.void`` on the last; a 0-octet body is
+        one beat with ``keep`` = 0.
     lcw : In(stream.Signature(LcwLayout()))
         Link control words to send.
     fill : In(LcwEvents())
@@ -128,7 +132,8 @@ class MacTx(wiring.Component):
     count : Out(Counters)
         ``frames`` completed with ``/T/``, their body ``octets``, frames ended by ``abort``
         (``aborts``) or by an underrun (``underruns``), ``lcws`` sent, ``fills`` (words of
-        ``fill`` sent in place of a missing beat). Saturating;
+        ``fill`` sent in place of a missing beat), ``void_frames`` (frames completed with the
+        inverted FCS, also in ``frames``). Saturating;
         ``octets`` catches up 1 cycle after ``frames``.
 
     Latency: a first beat offered while the MAC is idle, the gap is met and no LCW is waiting
@@ -144,7 +149,7 @@ class MacTx(wiring.Component):
     depend combinationally on ``i.valid``, ``lcw.valid`` and ``abort`` (rule 4).
     """
 
-    COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws", "fills")
+    COUNTERS = ("frames", "octets", "aborts", "underruns", "lcws", "fills", "void_frames")
 
     def __init__(self, ifg=12, lcw_in_frame=1, *, fill=False):
         self._ifg = ifg
@@ -399,6 +404,7 @@ class MacTxSequencer(wiring.Component):
         frame_len = Signal(16, name="frame_len")  # body octets taken of the current frame
         stage_data = Signal(64, name="stage_data")          # the beat taken, not yet sent
         stage_octets = Signal(range(9), name="stage_octets")  # its octet count (last beat)
+        stage_void = Signal(name="stage_void")      # the staged last beat ends a void frame
         # The octet count is added one cycle late: keeps its adder off the word path.
         octets_en = Signal(name="octets_en")
         octets_add = Signal.like(frame_len, name="octets_add")
@@ -445,8 +451,11 @@ class MacTxSequencer(wiring.Component):
         def take(first):
             # Stage 1: take the beat on `i`; it goes on the wire next cycle (or its tail does).
             m.d.comb += self.i.ready.eq(1)
-            m.d.sync += [crc.eq(crc_full), crc_last.eq(crc_end),
-                         stage_data.eq(beat.data), stage_octets.eq(n),
+            # Ref: spec v1.1 §7 — a void frame ends with the inverse of its FCS: inverting the
+            # register inverts the value (the output mapping is a bit permutation and an XOR).
+            void = beat.last & beat.user.void
+            m.d.sync += [crc.eq(crc_full), crc_last.eq(Mux(void, ~crc_end, crc_end)),
+                         stage_data.eq(beat.data), stage_octets.eq(n), stage_void.eq(void),
                          frame_len.eq((0 if first else frame_len) + n),
                          state.eq(Mux(beat.last, TAIL, FRAME))]
 
@@ -456,6 +465,7 @@ class MacTxSequencer(wiring.Component):
             m.d.sync += [state.eq(IDLE), gap_left.eq(gap), crc.eq(fcs.initial),
                          octets_en.eq(1), octets_add.eq(frame_len)]
             counters["frames"].increment(m, 1)
+            counters["void_frames"].increment(m, stage_void)
 
         def send_abort(counter):
             send(abort_d, abort_c)

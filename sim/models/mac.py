@@ -24,7 +24,8 @@ Receiver rules (the contract of ``MacRx``, docs/mac.md):
 * a frame ended by ``/T/`` is a ``runt`` with fewer than 4 octets, ``too_long`` with more than
   ``max_body_octets`` body octets (decided as soon as the count is exceeded; the rest of it up
   to the next control word is ignored), else ``start_check_errors`` if its start check
-  failed, else ``fcs`` if its FCS fails, else good.
+  failed, else ``void_frames`` if its FCS is exactly the inverse of the right one (a void
+  frame, spec v1.1 §7: dropped, not an FCS error), else ``fcs`` if its FCS fails, else good.
 """
 
 import math
@@ -37,7 +38,7 @@ from .transcode import IDLE_WORD, XgmiiWord
 
 __all__ = [
     "MacFrame", "MacLcw", "RxFrame", "RxLcw", "RX_COUNTERS", "ABORT_WORD",
-    "preamble", "encode_frame", "frame_words", "frame_word_count", "gap_words",
+    "preamble", "void_fcs", "encode_frame", "frame_words", "frame_word_count", "gap_words",
     "lcw_word", "xgmii_words", "decode_xgmii", "gaps",
 ]
 
@@ -47,7 +48,7 @@ SEQ_MASK = (1 << 20) - 1
 
 #: Counter names of the receiver, as the RTL exports them (``count_<name>``).
 RX_COUNTERS = ("frames", "octets", "bad_starts", "start_check_errors", "fcs_errors",
-               "error_chars", "truncated", "too_long", "runts", "lcws", "lcw_crc_errors")
+               "void_frames", "error_chars", "truncated", "too_long", "runts", "lcws", "lcw_crc_errors")
 
 #: The word that ends a frame early: /E/ in lane 0, /T/ in lane 1, /I/ after (all control).
 ABORT_WORD = XgmiiWord.from_lanes([(E, 1), (T, 1)] + [(I, 1)] * 6)
@@ -55,9 +56,11 @@ ABORT_WORD = XgmiiWord.from_lanes([(E, 1), (T, 1)] + [(I, 1)] * 6)
 
 @dataclass(frozen=True)
 class MacFrame:
-    """A frame to send: ``body`` (OEFH+TH+payload), ``seq`` (``None``: unsequenced)."""
+    """A frame to send: ``body`` (OEFH+TH+payload), ``seq`` (``None``: unsequenced), ``void``
+    (ended with the inverse of its FCS, spec v1.1 §7)."""
     body: bytes
     seq: int | None = None
+    void: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,15 @@ def preamble(seq=None):
     return bytes([PREAMBLE_OCTET] * 2 + [check] + q + [SFD])
 
 
-def encode_frame(body, seq=None):
-    """Octets after /S/ of one frame: preamble (with the Q octets), body, FCS."""
-    return preamble(seq) + bytes(body) + fcs(body)
+def void_fcs(body):
+    """The FCS octets a void frame of ``body`` ends with: the right ones, inverted."""
+    return bytes(o ^ 0xFF for o in fcs(body))
+
+
+def encode_frame(body, seq=None, void=False):
+    """Octets after /S/ of one frame: preamble (with the Q octets), body, FCS (inverted for a
+    ``void`` frame, spec v1.1 §7)."""
+    return preamble(seq) + bytes(body) + (void_fcs(body) if void else fcs(body))
 
 
 def frame_word_count(body_octets):
@@ -117,9 +126,9 @@ def lcw_word(lcw_type, payload):
     return XgmiiWord.from_lanes([(LCW, 1)] + [(o, 0) for o in encode_lcw(lcw_type, payload)])
 
 
-def frame_words(body, seq=None):
+def frame_words(body, seq=None, void=False):
     """The words of one frame, /S/ word to /T/ word; returns ``(words, t_lane)``."""
-    octets = [(S, 1)] + [(o, 0) for o in encode_frame(body, seq)] + [(T, 1)]
+    octets = [(S, 1)] + [(o, 0) for o in encode_frame(body, seq, void)] + [(T, 1)]
     t_lane = (len(octets) - 1) % 8
     octets += [(I, 1)] * (-len(octets) % 8)
     return [XgmiiWord.from_lanes(octets[i:i + 8]) for i in range(0, len(octets), 8)], t_lane
@@ -136,7 +145,7 @@ def xgmii_words(items, ifg=12):
             gap_left = max(0, gap_left - 1)
             continue
         words += [IDLE_WORD] * gap_left
-        fw, t_lane = frame_words(item.body, item.seq)
+        fw, t_lane = frame_words(item.body, item.seq, item.void)
         words += fw
         gap_left = gap_words(t_lane, ifg)
     return words
@@ -203,7 +212,7 @@ def decode_xgmii(words, max_body_octets=MAX_BODY_OCTETS):
 
     def end(cause):
         body = bytes(octets[:-FCS_OCTETS]) \
-            if cause in (None, "fcs", "too_long", "start_check_errors") \
+            if cause in (None, "fcs", "too_long", "start_check_errors", "void_frames") \
             and len(octets) >= FCS_OCTETS else bytes(octets)
         if cause is None:
             counters["frames"] += 1
@@ -240,6 +249,8 @@ def decode_xgmii(words, max_body_octets=MAX_BODY_OCTETS):
                     end("too_long")
                 elif not check_ok:
                     end("start_check_errors")
+                elif bytes(octets[-FCS_OCTETS:]) == void_fcs(octets[:-FCS_OCTETS]):
+                    end("void_frames")
                 elif bytes(octets[-FCS_OCTETS:]) != fcs(octets[:-FCS_OCTETS]):
                     end("fcs")
                 else:
