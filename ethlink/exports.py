@@ -126,7 +126,7 @@ EXPORTS = {export.name: export for export in (
            "start word with the LLR seq, inter-frame gap, abort (spec §5)"),
     Export("mac_rx", "ethlink.rtl.link.mac_rx:MacRx",
            "EthLink MAC receiver: XGMII words (rxd/rxc) -> frame bodies (FCS checked and "
-           "stripped, tuser = {error, sequenced, seq}) + LCWs, bad-input counters (spec §5)"),
+           "stripped, tuser = {void, error, sequenced, seq}) + LCWs, bad-input counters (spec §5)"),
     Export("link_end", "ethlink.rtl.link.link_end:LinkEnd",
            "one link end: MAC + LLR (replay buffer, ACK/NACK, replay, FLUSH/INIT) + PING/PONG; "
            "frame bodies <-> XGMII (spec §5, §7)",
