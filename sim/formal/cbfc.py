@@ -62,17 +62,14 @@ recovered and used, the counters wrapped. ``mode bmc`` checks all properties in 
 task instead.
 """
 
-import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.hdl import (Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module,
                           Signal)
 
+from . import run_sby
 from ...rtl.cbfc.credit import (CreditReceiver, CreditSender, CREDIT_BITS, COST_BITS,
                                credits_ahead)
 from ...rtl.wire import CREDIT_PAYLOAD
@@ -334,19 +331,6 @@ prep -top top
 """
 
 
-def _sby_command():
-    """yowasp-sby with the WebAssembly yosys, smtbmc and witness tools of the same wheel."""
-    bindir = Path(sys.executable).parent
-    tools = {name: shutil.which(f"yowasp-{name}", path=str(bindir)) or shutil.which(
-        f"yowasp-{name}") for name in ("sby", "yosys", "yosys-smtbmc", "yosys-witness")}
-    missing = [name for name, path in tools.items() if path is None]
-    if missing:
-        raise RuntimeError(f"{', '.join(missing)} not found: install the project "
-                           f"(pip install -e .)")
-    return [tools["sby"], "--yosys", tools["yosys"], "--smtbmc", tools["yosys-smtbmc"],
-            "--witness", tools["yosys-witness"]]
-
-
 def run_proof(workdir, *, depth=None, cover_depth=None, mode="prove", **params):
     """Write the harness and its .sby file to ``workdir`` and run the proof and the covers.
 
@@ -374,15 +358,7 @@ def run_proof(workdir, *, depth=None, cover_depth=None, mode="prove", **params):
         (workdir / f"{part or 'all'}.il").write_text(rtlil.convert(harness,
                                                                    ports=harness.ports))
     (workdir / "cbfc.sby").write_text(_sby_text(tasks, mode, depth, cover_depth))
-    env = dict(os.environ)
-    # The solver binary (yices-smt2) lives beside the interpreter in the environment.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    start = time.monotonic()
-    # One process at a time: the tasks are short, the machine may be busy with other work.
-    result = subprocess.run([*_sby_command(), "-j", "1", "-f", "cbfc.sby"], cwd=workdir,
-                            env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    (workdir / "sby.log").write_text(result.stdout + result.stderr)
+    returncode, seconds = run_sby(workdir, "cbfc.sby")
     for task in tasks:
         status = workdir / f"cbfc_{task}" / "status"
         tasks[task] = status.read_text().split()[0] if status.exists() else "ERROR"
@@ -390,5 +366,5 @@ def run_proof(workdir, *, depth=None, cover_depth=None, mode="prove", **params):
     if mode == "prove":
         report["induction_depth"] = depth
     return {**report, "cover_depth": cover_depth, "seconds": round(seconds, 1),
-            "passed": result.returncode == 0 and all(s == "PASS" for s in tasks.values()),
+            "passed": returncode == 0 and all(s == "PASS" for s in tasks.values()),
             "tasks": tasks, "params": config}

@@ -50,17 +50,14 @@ replay followed by a delivery, the sender finishing a voided frame on the wire.
 """
 
 import contextlib
-import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.hdl import (Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module,
                           Mux, Signal)
 
+from . import run_sby
 from ...rtl.link import llr_rx, llr_tx
 from ...rtl.link.llr_rx import LlrRx
 from ...rtl.link.llr_tx import LlrTx, TxState, seq_in_window
@@ -388,7 +385,6 @@ def run_proof(workdir, *, depth=None, window_depth=None, cover_depth=None, **par
     (SymbiYosys as in :mod:`ethlink.sim.formal.cbfc`). Returns ``{"mode": "bmc", "depth",
     "window_depth", "cover_depth", "seconds", "passed", "tasks": {task: status},
     "params"}``."""
-    from .cbfc import _sby_command
     config = {**PROOF_DEFAULTS, **params}
     depths = {"delivery": depth or config["depth"],
               "window": window_depth or config["window_depth"]}
@@ -404,18 +400,12 @@ def run_proof(workdir, *, depth=None, window_depth=None, cover_depth=None, **par
         with _small_frames():
             (workdir / f"{check}.il").write_text(rtlil.convert(harness, ports=harness.ports))
     (workdir / "llr.sby").write_text(_sby_text(depths, cover_depth))
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    start = time.monotonic()
-    result = subprocess.run([*_sby_command(), "-j", "1", "-f", "llr.sby"], cwd=workdir,
-                            env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    (workdir / "sby.log").write_text(result.stdout + result.stderr)
+    returncode, seconds = run_sby(workdir, "llr.sby")
     tasks = {}
     for task in (*depths, "cover"):
         status = workdir / f"llr_{task}" / "status"
         tasks[task] = status.read_text().split()[0] if status.exists() else "ERROR"
     return {"mode": "bmc", "depth": depths["delivery"], "window_depth": depths["window"],
             "cover_depth": cover_depth, "seconds": round(seconds, 1),
-            "passed": result.returncode == 0 and all(s == "PASS" for s in tasks.values()),
+            "passed": returncode == 0 and all(s == "PASS" for s in tasks.values()),
             "tasks": tasks, "params": config}
