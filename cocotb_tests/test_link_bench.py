@@ -27,12 +27,19 @@ def test_bench_link_without_synthesis(tmp_path, cli):
     assert result["replay_reaction_cycles"] <= REPLAY_REACTION_GOAL
     assert result["replay_reaction_cut_cycles"] <= REPLAY_REACTION_GOAL
     runs = 2 * len(LINK_BERS)                 # without and with the FEC
-    assert result["frames_sent"] == runs * 2 * 80
+    assert result["frames_sent"] == runs * 2 * 80     # the goodput runs
     assert result["reordered"] == result["corrupted"] == result["flushes"] == 0
     # Ref: spec v1.1 §7 — lossless at any raw BER, 1e-3 without FEC included (start-word check).
     for key in ("ber_runs", "ber_runs_fec"):
         for ber, run in result[key].items():
             assert run["lost"] == run["duplicated"] == 0, (key, ber, run)
+    # Ref: spec v1.1 §7 — a void frame is dropped silently: never delivered, no NACK; only
+    # those the MAC had started go on the wire, and every one of them is dropped as void.
+    void = result["void_frames"]
+    assert void["voided"] > 20 and void["on_wire"] > 0, void
+    assert void["dropped_as_void"] == void["on_wire"] <= void["voided"], void
+    assert void["void_delivered"] == void["nacks"] == void["replays"] == 0, void
+    assert void["lost"] == void["duplicated"] == void["reordered"] == void["corrupted"] == 0
     limit = framing_limit(LINK_BODY_OCTETS)
     for key in ("goodput_by_ber", "goodput_by_ber_fec"):
         goodput = {float(ber): value for ber, value in result[key].items()}

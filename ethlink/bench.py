@@ -273,6 +273,12 @@ def bench_link(synth=True, device="LFE5UM5G-85F", frames=300, fec=True, clock_mh
         for key in totals:
             totals[key] += run[key]
     result.update(totals)
+    # Ref: spec v1.1 §7 — void frames on a clean pair: every one on the wire dropped as void,
+    # none delivered, no NACK, nothing else lost.
+    result["void_frames"] = _run_link_bench(
+        "link_pair", {"delay": 8, "replay_max": 64}, "void_frames",
+        {"seed": 2, "frames": frames, "body_octets": 300, "void": 0.25,
+         "timeout_cycles": 2000 * frames})
     ns = 1000 / clock_mhz
     result["replay_buffer_octets"] = {
         f"{rate}G": {f"{rtt}ns": replay_buffer_octets(rate, rtt) for rtt in SIZING_RTTS_NS}
@@ -323,6 +329,11 @@ def _link_table(result):
                  f"{result['rtt_cycles']} cycles"
                  + (f" ({result['rtt_cycles_fec']} with FEC)" if "rtt_cycles_fec" in result
                     else ""))
+    void = result["void_frames"]
+    lines.append(f"void frames (clean lines, {void['frames_each_way']} frames each way, a quarter "
+                 f"voided): {void['voided']} voided, {void['on_wire']} on the wire, "
+                 f"{void['dropped_as_void']} dropped as void, {void['void_delivered']} "
+                 f"delivered, {void['nacks']} NACKs, lost {void['lost']}")
     lines += ["", "replay buffer needed (octets) = rate x round trip + 2 longest frames:",
               f"{'':>8}" + "".join(f"{r:>10}" for r in SIZING_RTTS_NS) + "  (ns)"]
     for rate, row in result["replay_buffer_octets"].items():
