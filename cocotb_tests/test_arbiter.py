@@ -161,6 +161,51 @@ def test_priority_frame_waits_for_one_frame_at_most():
     assert others.count(0) > 20 and abs(others.count(0) - others.count(1)) <= 1
 
 
+def test_priority_does_not_starve_the_others():
+    """Inputs 0 and 1 (priority) offer frames without pause, input 2 too: input 2 still gets
+    one frame in every ``URGENT_RUN`` + 1, and 0 and 1 share the rest."""
+    dut = PacketArbiter(3, OCTETS, priority=0b011)
+    ends = []
+
+    def busy_source(k):
+        async def run(ctx):
+            port = dut.i[k]
+            n = 0
+            while True:
+                for b in range(3):
+                    ctx.set(port.valid, 1)
+                    ctx.set(port.payload.data, (k << 24) | (n << 8) | b)
+                    ctx.set(port.payload.first, b == 0)
+                    ctx.set(port.payload.last, b == 2)
+                    while True:
+                        taken = ctx.get(port.ready)
+                        await ctx.tick()
+                        if taken:
+                            break
+                n += 1
+        return run
+
+    async def sink(ctx):
+        ctx.set(dut.o.ready, 1)
+        for _ in range(300):
+            await ctx.delay(1e-9)
+            if ctx.get(dut.o.valid) and ctx.get(dut.o.payload.last):
+                ends.append(ctx.get(dut.o.payload.data) >> 24)
+            await ctx.tick()
+
+    sim = Simulator(clocked(dut))
+    sim.add_clock(1e-8)
+    for k in range(3):
+        sim.add_testbench(busy_source(k), background=True)
+    sim.add_testbench(sink)
+    sim.run()
+    run = PacketArbiter.URGENT_RUN
+    assert ends.count(2) >= len(ends) // (run + 1) - 1, ends
+    positions = [n for n, k in enumerate(ends) if k == 2]
+    assert all(b - a == run + 1 for a, b in zip(positions, positions[1:])), ends
+    assert abs(ends.count(0) - ends.count(1)) <= 1, ends
+
+
 def test_lone_frame_passes_in_its_cycle():
     dut = PacketArbiter(3, OCTETS)
 

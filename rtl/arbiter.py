@@ -51,8 +51,10 @@ class PacketArbiter(wiring.Component):
     has been taken (so an offered beat is never withdrawn); the next grant goes to the first
     input with a frame waiting after the one just served. With ``priority`` (a mask of
     inputs) a waiting frame of a priority input is granted before any other, round robin
-    among them: it waits at most for the frame being sent (the NIC gives its L/S engines
-    priority over RDMA; L/S traffic is bounded by its tags, so RDMA is not starved for long).
+    among them, but after :attr:`URGENT_RUN` priority frames in a row while another input
+    waits, that input's frame goes next: a priority frame waits for at most one other frame,
+    and the others keep a share of the output under any load (the NIC gives its L/S engines
+    priority over RDMA).
     The grant is combinational: no latency, one beat per cycle, and a frame waiting alone on
     an idle output passes in the cycle it is offered.
 
@@ -61,6 +63,9 @@ class PacketArbiter(wiring.Component):
     i : In(PacketStream(octets)).array(n)
     o : Out(PacketStream(octets))
     """
+    #: Priority frames granted in a row, at most, while a frame of another input waits.
+    URGENT_RUN = 4
+
     def __init__(self, n, octets, priority=0):
         if n < 1:
             raise ValueError(f"a packet arbiter needs at least one input, not {n}")
@@ -83,6 +88,7 @@ class PacketArbiter(wiring.Component):
         # Priority inputs take turns by their own pointer, so serving them leaves the
         # others' turn where it was.
         urgent_pointer = Signal(range(self.n))
+        run = Signal(range(self.URGENT_RUN + 1))   # priority grants in a row
         busy = Signal()
         held = Signal(self.n)
         grant = Signal(self.n)
@@ -92,10 +98,13 @@ class PacketArbiter(wiring.Component):
             if self.priority:
                 urgent = Signal(self.n)
                 m.d.comb += urgent.eq(request & self.priority)
-                with m.If(urgent.any()):
+                mask = (1 << self.n) - 1
+                others_wait = (request & ~self.priority & mask).any()
+                with m.If(urgent.any() & ~(others_wait & (run == self.URGENT_RUN))):
                     m.d.comb += grant.eq(round_robin(m, urgent, urgent_pointer, "pick_urgent"))
                 with m.Else():
-                    m.d.comb += grant.eq(round_robin(m, request, pointer, "pick"))
+                    m.d.comb += grant.eq(round_robin(m, request & ~self.priority & mask,
+                                                     pointer, "pick"))
             else:
                 m.d.comb += grant.eq(round_robin(m, request, pointer, "pick"))
         for k, port in enumerate(inputs):
@@ -110,7 +119,8 @@ class PacketArbiter(wiring.Component):
                 m.d.sync += busy.eq(0)
                 following = wrap_next(one_hot_index(grant), self.n)
                 with m.If((grant & self.priority).any()):
-                    m.d.sync += urgent_pointer.eq(following)
+                    m.d.sync += [urgent_pointer.eq(following),
+                                 run.eq(Mux(run == self.URGENT_RUN, run, run + 1))]
                 with m.Else():
-                    m.d.sync += pointer.eq(following)
+                    m.d.sync += [pointer.eq(following), run.eq(0)]
         return m
