@@ -49,30 +49,19 @@ class PacketArbiter(wiring.Component):
 
     A frame is granted when its first beat is offered and holds the output until its last beat
     has been taken (so an offered beat is never withdrawn); the next grant goes to the first
-    input with a frame waiting after the one just served. With ``priority`` (a mask of
-    inputs) a waiting frame of a priority input is granted before any other, round robin
-    among them, but after :attr:`URGENT_RUN` priority frames in a row while another input
-    waits, that input's frame goes next: a priority frame waits for at most one other frame,
-    and the others keep a share of the output under any load (the NIC gives its L/S engines
-    priority over RDMA).
-    The grant is combinational: no latency, one beat per cycle, and a frame waiting alone on
-    an idle output passes in the cycle it is offered.
+    input with a frame waiting after the one just served. The grant is combinational: no
+    latency, one beat per cycle, and a frame waiting alone on an idle output passes in the
+    cycle it is offered.
 
     Members
     -------
     i : In(PacketStream(octets)).array(n)
     o : Out(PacketStream(octets))
     """
-    #: Priority frames granted in a row, at most, while a frame of another input waits.
-    URGENT_RUN = 4
-
-    def __init__(self, n, octets, priority=0):
+    def __init__(self, n, octets):
         if n < 1:
             raise ValueError(f"a packet arbiter needs at least one input, not {n}")
-        if not 0 <= priority < 1 << n:
-            raise ValueError(f"priority mask {priority:#x} names inputs beyond {n}")
         self.n = n
-        self.priority = priority
         super().__init__({
             "i": In(PacketStream(octets)).array(n),
             "o": Out(PacketStream(octets)),
@@ -85,28 +74,13 @@ class PacketArbiter(wiring.Component):
             wiring.connect(m, wiring.flipped(inputs[0]), wiring.flipped(self.o))
             return m
         pointer = Signal(range(self.n))
-        # Priority inputs take turns by their own pointer, so serving them leaves the
-        # others' turn where it was.
-        urgent_pointer = Signal(range(self.n))
-        run = Signal(range(self.URGENT_RUN + 1))   # priority grants in a row
         busy = Signal()
         held = Signal(self.n)
         grant = Signal(self.n)
         request = Cat(port.valid for port in inputs)
         m.d.comb += grant.eq(held)
         with m.If(~busy):
-            if self.priority:
-                urgent = Signal(self.n)
-                m.d.comb += urgent.eq(request & self.priority)
-                mask = (1 << self.n) - 1
-                others_wait = (request & ~self.priority & mask).any()
-                with m.If(urgent.any() & ~(others_wait & (run == self.URGENT_RUN))):
-                    m.d.comb += grant.eq(round_robin(m, urgent, urgent_pointer, "pick_urgent"))
-                with m.Else():
-                    m.d.comb += grant.eq(round_robin(m, request & ~self.priority & mask,
-                                                     pointer, "pick"))
-            else:
-                m.d.comb += grant.eq(round_robin(m, request, pointer, "pick"))
+            m.d.comb += grant.eq(round_robin(m, request, pointer, "pick"))
         for k, port in enumerate(inputs):
             with m.If(grant[k]):
                 m.d.comb += [self.o.valid.eq(port.valid), self.o.payload.eq(port.payload),
@@ -116,11 +90,5 @@ class PacketArbiter(wiring.Component):
         with m.If(self.o.valid):
             m.d.sync += [busy.eq(1), held.eq(grant)]
             with m.If(self.o.ready & self.o.payload.last):
-                m.d.sync += busy.eq(0)
-                following = wrap_next(one_hot_index(grant), self.n)
-                with m.If((grant & self.priority).any()):
-                    m.d.sync += [urgent_pointer.eq(following),
-                                 run.eq(Mux(run == self.URGENT_RUN, run, run + 1))]
-                with m.Else():
-                    m.d.sync += [pointer.eq(following), run.eq(0)]
+                m.d.sync += [busy.eq(0), pointer.eq(wrap_next(one_hot_index(grant), self.n))]
         return m

@@ -379,10 +379,7 @@ class Nic(wiring.Component):
         m.submodules.rdma_target = rdma_tgt = self._rdma_target
         m.submodules.reach = reach = Reachability(self.ports)
         m.submodules.steer = steer = FrameSteer(self.ports, hints=1)
-        # Inputs: L/S target, RDMA target, L/S requester, RDMA requester. L/S frames go first
-        # (VC isolation, spec §3: a load waits for at most the RDMA frame being merged; RDMA
-        # still gets one frame in PacketArbiter.URGENT_RUN + 1 under any L/S load).
-        m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS, priority=0b0101)
+        m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
         rx_merge = []
         for v in range(NIC_VCS):
             m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(self.ports, MAC_BEAT_OCTETS)
