@@ -7,7 +7,7 @@ per VC on top (spec §5, §7, §8).
                   ▲ UPDATE   │ llr_head        CREDIT_UPDATE (CbfcRx) > CREDIT_SYNC (CbfcTx)
                   │          ▼                 > lcw_tx go out as the link end's lcw_tx_ext
     o[0..n] ◀─ CbfcRx ◀─ LinkEnd.o ◀── rxd/rxc
-                  ▲ SYNC, rx_held_frames
+                  ▲ SYNC (applied as it comes)
 """
 
 from amaranth.hdl import Module

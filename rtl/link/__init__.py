@@ -4,12 +4,12 @@ link end that joins them (docs/link.md). CBFC (spec §8) sits on it (:mod:`..cbf
 from .control import LcwArbiter, PingUnit
 from .layouts import LcwLayout, MacRxFrameLayout, MacTxFrameLayout
 from .link_end import LinkEnd
-from .llr_rx import LlrRx, RxState, HELD_FRAME_BITS
+from .llr_rx import LlrRx, RxState
 from .llr_tx import LlrTx, TxState
 from .mac_rx import MacRx
 from .mac_tx import MacTx
 
 __all__ = ["MacTx", "MacRx", "LlrTx", "LlrRx", "LcwArbiter", "PingUnit", "LinkEnd",
            "LcwLayout", "MacTxFrameLayout", "MacRxFrameLayout",
-           # The link end's states and widths, which the layers above read.
-           "TxState", "RxState", "HELD_FRAME_BITS"]
+           # The link end's states, which the layers above read.
+           "TxState", "RxState"]

@@ -22,7 +22,7 @@ from ..wire import LLR_PAYLOAD, LcwType, XgmiiControl
 from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
 from .layouts import (CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS, xgmii_rx,
                       xgmii_tx)
-from .llr_rx import LlrRx, RxState, HELD_FRAME_BITS, ACK_EVERY, ACK_TIMER, RX_CUT_THROUGH
+from .llr_rx import LlrRx, RxState, ACK_EVERY, ACK_TIMER, RX_CUT_THROUGH
 from .llr_tx import LlrTx, TxState, TIMER_BITS, BUFFER_FRAMES, REPLAY_MAX
 from .mac_rx import MacRx
 from .mac_tx import MacTx, IFG, LCW_IN_FRAME
@@ -89,8 +89,8 @@ class LinkEnd(wiring.Component):
         LCWs of the layers above (credits, SEN), sent when the link's own LCWs leave room.
     lcw_rx_ext : Out(LcwEvents())
         Every good LCW received (valid for one cycle, never waits).
-    llr_head, rx_held_frames : Out(20), Out(16)
-        :attr:`LlrTx.head` and :attr:`LlrRx.held_frames`, for the credit layer above.
+    llr_head : Out(20)
+        :attr:`LlrTx.head`, for the credit layer above.
     enable, replay_timeout, tx_state, rx_state, failed, rtt, rtt_valid, count
         :func:`link_management`: LLR on (low: OFF); the replay timer in cycles (0 = automatic
         from the measured round trip); the LLR states; link failure (between FLUSH and
@@ -130,7 +130,6 @@ class LinkEnd(wiring.Component):
             "lcw_tx_ext": In(LcwStream()),
             "lcw_rx_ext": Out(LcwEvents()),
             "llr_head": Out(SEQ_BITS),
-            "rx_held_frames": Out(HELD_FRAME_BITS),
             **self.management_members,
         })
 
@@ -177,7 +176,7 @@ class LinkEnd(wiring.Component):
             self.tx_state.eq(llr_tx.state), self.rx_state.eq(llr_rx.state),
             self.failed.eq(llr_tx.failed),
             self.rtt.eq(ping.rtt), self.rtt_valid.eq(ping.rtt_valid),
-            self.llr_head.eq(llr_tx.head), self.rx_held_frames.eq(llr_rx.held_frames),
+            self.llr_head.eq(llr_tx.head),
         ]
         wiring.connect(m, mac_tx.count, wiring.flipped(self.count.mac_tx))
         wiring.connect(m, mac_rx.count, wiring.flipped(self.count.mac_rx))

@@ -22,13 +22,11 @@ from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import (LCW_PAYLOAD_BITS, LcwEvents, LcwStream, MacRxFrameLayout, MAC_BEAT_OCTETS,
                       SEQ_BITS, CutFrameStream)
 
-__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "RX_CUT_THROUGH", "HELD_FRAME_BITS",
+__all__ = ["LlrRx", "RxState", "ACK_EVERY", "ACK_TIMER", "RX_CUT_THROUGH",
            "RxAcceptor", "AckCadence", "RxLcwSender", "RxBufferWriter", "RxDelivery",
            "RxCutThrough"]
 
 _SEQ_HALF = 1 << (SEQ_BITS - 1)
-#: Width of :attr:`LlrRx.held_frames`.
-HELD_FRAME_BITS = 16
 
 
 class RxState(enum.Enum, shape=2):
@@ -86,7 +84,7 @@ class LlrRx(wiring.Component):
     arrives, and the frame's last beat carries the verdict: ``error`` = 1 for a bad frame
     (and for a frame an LLR_INIT cut short: a last beat ``keep`` = 0, ``error`` = 1 ends it),
     which the layer above must roll back. The layer above must have room for every frame its
-    credits allow (CBFC). ``held_frames`` is 0: a frame is passed on as it is committed.
+    credits allow (CBFC).
 
     Throughput: one beat per cycle.
 
@@ -101,10 +99,6 @@ class LlrRx(wiring.Component):
     lcw_tx : Out(LcwStream())
         LLR_NACK, LLR_INIT_ECHO and LLR_ACK to send (in that priority).
     state : Out(RxState)
-    held_frames : Out(16)
-        Frames committed to the buffer (including one committing in this cycle) whose last
-        beat has not left on ``o`` yet: an LCW arriving now overtook them (CBFC orders its
-        CREDIT_SYNC behind them).
     count : Out(Counters)
         Frames accepted, bad frames, NACKs and ACKs sent, duplicates, sequence errors, frames
         discarded while waiting for a replay or before INIT, frames refused for lack of room,
@@ -125,7 +119,6 @@ class LlrRx(wiring.Component):
             "lcw_rx": In(LcwEvents()),
             "lcw_tx": Out(LcwStream()),
             "state": Out(RxState),
-            "held_frames": Out(HELD_FRAME_BITS),
             "count": Out(Counters(self.COUNTERS)),
         })
 
@@ -170,8 +163,6 @@ class LlrRx(wiring.Component):
             acceptor.room.eq(writer.room),
             writer.rd_ptr.eq(delivery.rd_ptr),
             delivery.commit.eq(writer.commit),
-            delivery.committing.eq(writer.committing),
-            self.held_frames.eq(delivery.held_frames),
         ]
         return m
 
@@ -351,8 +342,6 @@ class RxBufferWriter(wiring.Component):
         A longest frame fits (registered pointers, combinational compare).
     commit : Out(addr bits + 1)
         End of the committed words.
-    committing : Out(1)
-        A frame is committed this cycle.
 
     Latency: a beat is written in the cycle it is taken; ``commit`` moves in the cycle after
     a frame's last beat. Throughput: one beat per cycle.
@@ -366,7 +355,6 @@ class RxBufferWriter(wiring.Component):
             "rd_ptr": In(aw + 1),
             "room": Out(1),
             "commit": Out(aw + 1),
-            "committing": Out(1),
         })
 
     def elaborate(self, platform):
@@ -388,7 +376,7 @@ class RxBufferWriter(wiring.Component):
             m.d.sync += commit.eq(wr_ptr + 1)
         with m.Elif((frame.en & frame.beat.last) | frame.cancel):
             m.d.sync += wr_ptr.eq(commit)             # roll the frame back
-        m.d.comb += [self.commit.eq(commit), self.committing.eq(good_end)]
+        m.d.comb += self.commit.eq(commit)
         return m
 
 
@@ -554,23 +542,19 @@ class RxLcwSender(wiring.Component):
 
 
 class RxDelivery(wiring.Component):
-    """Hand the committed frames of the receive buffer to the upper layer, and count the frames
-    held.
+    """Hand the committed frames of the receive buffer to the upper layer.
 
     Reads words up to ``commit`` onto ``o`` (one output register, see
-    :func:`~ethlink.rtl.buffer.read_committed`). ``held_frames`` counts committed frames whose
-    last beat has not left, including one ``committing`` this cycle.
+    :func:`~ethlink.rtl.buffer.read_committed`).
 
     Members
     -------
     buffer : Out(ReadPort.Signature(FrameWordLayout))
         Synchronous read port of the receive buffer.
     commit : In(addr bits + 1)
-    committing : In(1)
     o : Out(PacketStream(8))
     rd_ptr : Out(addr bits + 1)
         The read pointer: the words before it are free.
-    held_frames : Out(16)
 
     Latency: a word is read in the first cycle ``commit`` covers it and offered on ``o`` in the
     next. Throughput: one beat per cycle.
@@ -581,20 +565,13 @@ class RxDelivery(wiring.Component):
         super().__init__({
             "buffer": Out(ReadPort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
             "commit": In(aw + 1),
-            "committing": In(1),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
             "rd_ptr": Out(aw + 1),
-            "held_frames": Out(HELD_FRAME_BITS),
         })
 
     def elaborate(self, platform):
         m = Module()
         rd_ptr = Signal(len(self.rd_ptr))
-        delivered = read_committed(m, self.buffer, rd_ptr, self.commit, self.o)
+        read_committed(m, self.buffer, rd_ptr, self.commit, self.o)
         m.d.comb += self.rd_ptr.eq(rd_ptr)
-
-        # Committed frames not yet wholly delivered (every committed frame, sequenced or not).
-        held = Signal(HELD_FRAME_BITS)
-        m.d.sync += held.eq(held + self.committing - delivered)
-        m.d.comb += self.held_frames.eq(held + self.committing)
         return m
