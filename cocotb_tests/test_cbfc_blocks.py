@@ -253,6 +253,24 @@ def test_cbfc_tx_resteer():
     assert done
 
 
+async def _send_random(ctx, clock, port, rng, vc, index):
+    """Send frame ``index`` of the receive-buffer tests on ``port``: a random length up to the
+    longest frame, every 15th longer than that; one in five bad (``error`` on its last beat);
+    random gaps inside and after it. Returns ``(body, bad)``."""
+    longest = MAX_FRAME_WORDS * 8
+    if index % 15 == 7:
+        body = vc_body(rng, vc, index, longest + rng.randint(1, 40), fixed=True)
+    else:
+        body = vc_body(rng, vc, index, rng.choice((40, 300, longest)))
+    bad = rng.random() < 0.2
+    await send(ctx, clock, port, body, error=bad,
+               idle=lambda: rng.randint(1, 4) if rng.random() < 0.05 else 0)
+    gap = rng.choice((0, 0, 1, 20))
+    if gap:
+        await ctx.tick().repeat(gap)
+    return body, bad
+
+
 def test_cbfc_rx_rollback():
     """CbfcRx's VC buffer is the one copy of a frame the link layer cuts through to it: random
     frames up to the longest (and some longer), random gaps inside and between them, one in
@@ -276,17 +294,7 @@ def test_cbfc_rx_rollback():
 
     async def bench(ctx):
         for index in range(150):
-            if index % 15 == 7:
-                body = vc_body(rng, 0, index, longest + rng.randint(1, 40), fixed=True)
-            else:
-                body = vc_body(rng, 0, index, rng.choice((40, 300, longest)))
-            bad = rng.random() < 0.2
-            sent.append((body, bad))
-            await send(ctx, clock, dut.i, body, error=bad,
-                       idle=lambda: rng.randint(1, 4) if rng.random() < 0.05 else 0)
-            gap = rng.choice((0, 0, 1, 20))
-            if gap:
-                await ctx.tick().repeat(gap)
+            sent.append(await _send_random(ctx, clock, dut.i, rng, 0, index))
         await ctx.tick().repeat(4096 * 3)
         dropped, too_long = check()
         assert dropped > 10 and too_long > 0, (dropped, too_long)
@@ -319,6 +327,97 @@ def test_cbfc_rx_rollback():
     sim.add_clock(1e-8)
     sim.add_process(clock.process)
     sim.add_process(seen.process)
+    sim.add_testbench(consumer, background=True)
+    sim.add_testbench(bench)
+    sim.run()
+    assert done
+
+
+def test_cbfc_rx_pass_through():
+    """A VC of ``pass_vcs`` passes each frame on as it arrives, its verdict on the last beat:
+    the same random traffic as the rollback test (bad frames, too-long frames, a sender
+    ignoring credits, a slow consumer). Every good frame that fits comes out whole, in order,
+    ending with ``user.error`` 0; every other output is the beginning of a frame that was bad,
+    too long or had no room, ending with ``user.error`` 1 on a beat with ``keep = 0``; no bad
+    frame costs a credit, the credits all come back. On an idle buffer a beat is offered 2
+    cycles after it came (docs/cbfc.md)."""
+    rng = random.Random(7)
+    dut = CbfcRx(2, credit_size=64, buffer_octets=4096, update_period=1 << 16, pass_vcs=0b10)
+    clock = Clock({"i": dut.i, "o": dut.o[1]})
+    out = []        # (body, error) of each frame ended on o[1]
+    longest = MAX_FRAME_WORDS * 8
+    sent = []       # (body, bad)
+    done = {}
+
+    async def collect(ctx):
+        port = dut.o[1]
+        body = b""
+        async for _, _, valid, ready, data, keep, last, error in ctx.tick().sample(
+                port.valid, port.ready, port.payload.data, port.payload.keep,
+                port.payload.last, port.payload.user.error):
+            if valid and ready:
+                assert not (error and not last)
+                if error:
+                    assert keep == 0
+                body += data.to_bytes(8, "little")[:bin(keep).count("1")]
+                if last:
+                    out.append((body, error))
+                    body = b""
+
+    ready = {"p": 1.0}
+
+    async def consumer(ctx):
+        while True:
+            ctx.set(dut.o[1].ready, rng.random() < ready["p"])
+            await ctx.tick()
+
+    async def bench(ctx):
+        # Idle, always ready: each beat out 2 cycles after it came.
+        sent.append((vc_body(rng, 1, 0, 64, fixed=True), False))
+        await send(ctx, clock, dut.i, sent[0][0])
+        await ctx.tick().repeat(10)
+        assert clock.firsts["o"] == [clock.firsts["i"][0] + 2], clock.firsts
+        assert clock.lasts["o"] == [clock.lasts["i"][0] + 2], clock.lasts
+        for index in range(1, 150):
+            # A slow consumer (frames overrun the buffer), then a fast one (it reads the
+            # frame arriving, so bad ones end on o).
+            ready["p"] = 0.1 if (index // 25) % 2 else 0.97
+            sent.append(await _send_random(ctx, clock, dut.i, rng, 1, index))
+        await ctx.tick().repeat(4096 * 3)
+        dropped, too_long, ended_bad = check()
+        assert dropped > 3 and too_long > 0 and ended_bad > 5, (dropped, too_long, ended_bad)
+        assert ctx.get(dut.count.overruns[1]) == dropped + too_long
+        good_out = [body for body, error in out if not error]
+        assert ctx.get(dut.count.frames_received[1]) == len(good_out)
+        assert ctx.get(dut.occupancy[1]) == 0
+        good = [body for body, bad in sent if not bad]
+        assert ctx.get(dut.received[1]) == sum(frame_cost(len(b), 64) for b in good)
+        assert ctx.get(dut.received[1]) == ctx.get(dut.freed[1])
+        done["ok"] = True
+
+    def check():
+        k = dropped = too_long = ended_bad = 0
+        for body, bad in sent:
+            whole = k < len(out) and out[k] == (body, False)
+            begun = k < len(out) and out[k][1] and body.startswith(out[k][0])
+            if whole:
+                assert not bad, f"a bad frame came out whole ({k})"
+                assert len(body) <= longest
+            elif not bad:
+                if len(body) > longest:
+                    too_long += 1
+                else:
+                    dropped += 1
+            if whole or begun:
+                ended_bad += begun
+                k += 1
+        assert k == len(out), f"output {k} of {len(out)} is no frame sent (or out of order)"
+        return dropped, too_long, ended_bad
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_process(clock.process)
+    sim.add_process(collect)
     sim.add_testbench(consumer, background=True)
     sim.add_testbench(bench)
     sim.run()

@@ -2,8 +2,8 @@
 golden target model (sim/models/nic.py), with cocotbext-axi's AXI RAM as the GPU memory.
 
 Random loads and stores of every size, inside, across and outside random memory windows,
-misaligned and beyond the address space, malformed and unexpected requests and frames the
-parser drops, with random idles on the request stream and random back-pressure on the response
+misaligned and beyond the address space, malformed and unexpected requests, frames the
+parser drops and requests found bad at their last beat (``tuser``: cut-through), with random idles on the request stream and random back-pressure on the response
 stream and on every AXI channel. Every response is compared octet for octet with the model's,
 the whole memory octet for octet at the end, and every counter. Loads and stores of the same
 few lines back to back (a read must never overtake a write, nor a write a read). Then the
@@ -101,8 +101,15 @@ async def random_requests(dut):
         assert await tb.csr.read(base + 3) == window.perm
 
     checker = StreamChecker(dut, "m_axis")
-    expected, dropped_by_parser = [], 0
+    expected, dropped_by_parser, judged_bad = [], 0, 0
     for n in range(600):
+        if rng.random() < 0.08:
+            # Passed on before it was judged, then found bad (``tuser`` on its last beat):
+            # no memory access, no response, no count.
+            judged_bad += 1
+            await source.send(AxiStreamFrame(request(rng, windows, memory_lines).body(),
+                                             tuser=1))
+            continue
         if rng.random() < 0.1:
             body, frame = spoiled(rng, windows, memory_lines)
         else:
@@ -114,7 +121,7 @@ async def random_requests(dut):
             response = model.handle(frame)
             if response is not None:
                 expected.append(response)
-        await source.send(AxiStreamFrame(body))
+        await source.send(AxiStreamFrame(body, tuser=0))
     await wait_idle(dut, [source], [(sink, len(expected))], timeout_cycles=200000)
     await ClockCycles(dut.clk, 200)
     assert sink.count() == len(expected), f"{sink.count()} responses, expected {len(expected)}"
@@ -132,7 +139,9 @@ async def random_requests(dut):
     kinds = {name: model.counters[name] for name in ("loads", "stores", "denied",
                                                      "address_errors", "malformed", "unexpected")}
     assert all(kinds.values()), f"a kind of request was never exercised: {kinds}"
-    dut._log.info(f"{len(expected)} responses, {kinds}, {dropped_by_parser} dropped by parser")
+    assert judged_bad > 20
+    dut._log.info(f"{len(expected)} responses, {kinds}, {dropped_by_parser} dropped by parser, "
+                  f"{judged_bad} judged bad")
 
 
 @cocotb.test()

@@ -272,9 +272,9 @@ async def link_loss(dut):
     assert seen.last_diverted >= seen.down
 
 
-#: The 64 B load round trip span by span, as docs/nic.md states it (67 cycles in all).
-LOAD_ROUND_TRIP_BUDGET = {"tx": 4, "line": 8, "rx": 12, "memory": 2, "response_tx": 5,
-                          "line_back": 8, "response_rx": 28}
+#: The 64 B load round trip span by span, as docs/nic.md states it (54 cycles in all).
+LOAD_ROUND_TRIP_BUDGET = {"tx": 4, "line": 8, "rx": 11, "memory": 2, "response_tx": 3,
+                          "line_back": 8, "response_rx": 18}
 
 
 @cocotb.test()

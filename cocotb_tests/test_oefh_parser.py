@@ -9,6 +9,7 @@ import random
 
 import cocotb
 import pytest
+from amaranth.sim import Simulator
 from cocotb.triggers import ClockCycles
 
 from ethlink.sim.models import (random_frame, with_bad_version, with_bad_opcode, with_bad_size,
@@ -17,6 +18,7 @@ from ethlink.sim.models.forwarding import DROP_REASONS, parse
 from ethlink.sim.runner import export_params, run_cocotb
 from ethlink.sim.tb import (StreamChecker, TransferLog, axis_sink, axis_source, read_counters,
                             start, wait_idle)
+from ethlink.rtl.forwarding.parser import OefhParser
 from ethlink.rtl.wire import Opcode
 
 EXPORT = "oefh_parser"
@@ -140,3 +142,73 @@ async def latency_and_full_rate(dut):
 @pytest.mark.parametrize("beat_octets", [8, 16, 32, 64])
 def test_oefh_parser(beat_octets, tmp_path):
     run_cocotb(EXPORT, "test_oefh_parser", {"beat_octets": beat_octets}, test_dir=tmp_path)
+
+
+def test_oefh_parser_verdict():
+    """``verdict``: frames passed on before they are judged. Random good frames of every
+    opcode, a third of them bad (``user.error`` on the last beat), some of those cut short
+    by an early closing beat with ``keep = 0`` (as a cut-through buffer ends a frame it gave
+    up), with random idles and back-pressure: every frame whose header came out gives its
+    payload (as far as it came), the verdict on the payload's last beat only; a bad frame cut
+    before its TH ends gives nothing and is not counted ``short``."""
+    rng = random.Random(12)
+    dut = OefhParser(8, verdict=True)
+    frames = []          # (octets sent, error)
+    for _ in range(120):
+        body = random_frame(rng, max_payload=rng.choice([16, 64, 300])).to_bytes()[:-FCS_OCTETS]
+        bad = rng.random() < 0.33
+        if bad and rng.random() < 0.5:
+            body = body[:8 * rng.randint(1, max(1, len(body) // 8))]
+        frames.append((body, bad))
+    want = [(parse(body).payload, bad) for body, bad in frames if parse(body).drop is None]
+    got, payload = [], {"octets": b""}
+    done = {}
+
+    async def source(ctx):
+        for body, bad in frames:
+            words = [body[k:k + 8] for k in range(0, len(body), 8)]
+            early = bad and len(body) % 8 == 0 and rng.random() < 0.5
+            beats = [(w, False) for w in words] + ([(b"", True)] if early else [])
+            for n, (word, closing) in enumerate(beats):
+                last = n == len(beats) - 1
+                ctx.set(dut.i.valid, 1)
+                ctx.set(dut.i.payload.data, int.from_bytes(word.ljust(8, b"\0"), "little"))
+                ctx.set(dut.i.payload.keep, (1 << len(word)) - 1)
+                ctx.set(dut.i.payload.first, n == 0)
+                ctx.set(dut.i.payload.last, last)
+                ctx.set(dut.i.payload.user.error, bad and last)
+                await ctx.tick().until(dut.i.ready)
+                if rng.random() < 0.1:
+                    ctx.set(dut.i.valid, 0)
+                    await ctx.tick().repeat(rng.randint(1, 3))
+            ctx.set(dut.i.valid, 0)
+        await ctx.tick().repeat(50)
+        done["count"] = (ctx.get(dut.count.frames), ctx.get(dut.count.short))
+
+    async def sink(ctx):
+        while True:
+            ctx.set(dut.header.ready, rng.random() < 0.7)
+            ctx.set(dut.o.ready, rng.random() < 0.7)
+            await ctx.tick()
+
+    async def watch(ctx):
+        o = dut.o
+        async for _, _, valid, ready, data, keep, last, error in ctx.tick().sample(
+                o.valid, o.ready, o.payload.data, o.payload.keep, o.payload.last,
+                o.payload.user.error):
+            if valid and ready:
+                assert last or not error, "a verdict on a beat that is not the last"
+                payload["octets"] += data.to_bytes(8, "little")[:bin(keep).count("1")]
+                if last:
+                    got.append((payload["octets"], bool(error)))
+                    payload["octets"] = b""
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(source)
+    sim.add_testbench(sink, background=True)
+    sim.add_process(watch)
+    sim.run()
+    assert got == want
+    assert sum(bad for _, bad in want) > 20
+    assert done["count"] == (len(want), 0)

@@ -6,7 +6,7 @@ from amaranth.hdl import Module, Signal, Const, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .stream import PacketStream
+from .stream import PacketStream, VerdictPacketStream
 
 __all__ = ["round_robin", "one_hot_index", "wrap_next", "PacketArbiter"]
 
@@ -53,18 +53,22 @@ class PacketArbiter(wiring.Component):
     latency, one beat per cycle, and a frame waiting alone on an idle output passes in the
     cycle it is offered.
 
+    With ``verdict`` the frames carry one (:class:`~ethlink.rtl.stream.VerdictPacketLayout`,
+    passed on with the rest of the beat).
+
     Members
     -------
     i : In(PacketStream(octets)).array(n)
     o : Out(PacketStream(octets))
     """
-    def __init__(self, n, octets):
+    def __init__(self, n, octets, verdict=False):
         if n < 1:
             raise ValueError(f"a packet arbiter needs at least one input, not {n}")
         self.n = n
+        beats = VerdictPacketStream(octets) if verdict else PacketStream(octets)
         super().__init__({
-            "i": In(PacketStream(octets)).array(n),
-            "o": Out(PacketStream(octets)),
+            "i": In(beats).array(n),
+            "o": Out(beats),
         })
 
     def elaborate(self, platform):

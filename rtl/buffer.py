@@ -50,31 +50,49 @@ class CountedWordLayout(data.StructLayout):
                           "count": range(BEAT_OCTETS + 1), "last": unsigned(1)})
 
 
-def read_committed(m, rd, rd_ptr, commit, o):
+def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None):
     """Stream the committed words of a frame buffer out on packet stream ``o``.
 
     ``rd`` is the buffer's (synchronous) read port of :class:`FrameWordLayout` words,
     ``rd_ptr`` the read pointer (one bit wider than the address) and ``commit`` the end of the
     committed words. One output register holds the word read; a word is read whenever that
     register is empty or being taken, so ``o`` carries one beat per cycle while words are
-    committed and ``ready`` is high. ``first`` is rebuilt from ``last``. Returns the strobe of a
-    frame's last beat leaving."""
+    committed and ``ready`` is high. ``first`` is rebuilt from ``last``.
+
+    ``abandon`` (a strobe; ``o`` then carries a verdict,
+    :class:`~ethlink.rtl.stream.VerdictPacketLayout`) gives up the frame being read, for a
+    buffer that passes a frame on before it is judged: the read pointer goes back to
+    ``restart``, no word is read until the frame has been ended on ``o`` by a beat with
+    ``last``, ``keep = 0`` and ``user.error`` (after the word already in the output register,
+    if any: an offered beat is never changed). Returns the strobe of a good frame's last beat
+    leaving."""
     out_valid = Signal()
     out_first = Signal(init=1)
+    ending = Signal()                  # an abandoned frame's closing beat is (to be) offered
+    stop = ending if abandon is None else ending | abandon
     advance = ~out_valid | o.ready
-    read = advance & (rd_ptr != commit)
+    read = advance & (rd_ptr != commit) & ~stop
     m.d.comb += [rd.addr.eq(rd_ptr[:len(rd.addr)]), rd.en.eq(advance)]
     with m.If(advance):
         m.d.sync += out_valid.eq(read)
     with m.If(read):
         m.d.sync += rd_ptr.eq(rd_ptr + 1)
-    with m.If(o.valid & o.ready):
+    taken = o.valid & o.ready
+    with m.If(taken):
         m.d.sync += out_first.eq(o.payload.last)
     m.d.comb += [
-        o.valid.eq(out_valid),
+        o.valid.eq(out_valid | ending),
         o.payload.data.eq(rd.data.data),
         o.payload.keep.eq(rd.data.keep),
         o.payload.last.eq(rd.data.last),
         o.payload.first.eq(out_first),
     ]
-    return o.valid & o.ready & o.payload.last
+    if abandon is None:
+        return taken & o.payload.last
+    with m.If(abandon):
+        m.d.sync += [rd_ptr.eq(restart), ending.eq(1)]
+    with m.If(~out_valid & ending):
+        m.d.comb += [o.payload.keep.eq(0), o.payload.last.eq(1), o.payload.user.error.eq(1)]
+        with m.If(o.ready):
+            m.d.sync += ending.eq(0)
+    return taken & o.payload.last & ~o.payload.user.error

@@ -23,8 +23,9 @@ from amaranth.lib import data, stream
 
 from .params import OneOf, Param
 
-__all__ = ["PacketLayout", "PacketStream", "SUPPORTED_BEAT_OCTETS", "BEAT_OCTETS",
-           "keep_count", "count_to_keep"]
+__all__ = ["PacketLayout", "PacketStream", "VerdictPacketLayout", "VerdictPacketStream",
+           "connect_packets", "SUPPORTED_BEAT_OCTETS", "BEAT_OCTETS", "keep_count",
+           "count_to_keep"]
 
 #: Beat widths the packet datapath is built and verified for.
 SUPPORTED_BEAT_OCTETS = (8, 16, 32, 64)
@@ -48,6 +49,35 @@ class PacketLayout(data.StructLayout):
 def PacketStream(octets):
     """:class:`amaranth.lib.stream.Signature` of a packet stream of ``octets`` octets per beat."""
     return stream.Signature(PacketLayout(octets))
+
+
+class VerdictPacketLayout(data.StructLayout):
+    """A beat of a packet passed on before it is judged (spec v1.1 §7, cut-through): the
+    :class:`PacketLayout` members and ``user.error`` (``tuser[0]`` at an export), read on the
+    last beat: the packet is bad and its consumer must undo whatever it began for it (it
+    leaves no trace but counters). A packet may end bad early, on a beat with ``keep = 0``."""
+    def __init__(self, octets):
+        self.octets = BEAT_OCTETS.validate("beat_octets", octets)
+        super().__init__({**PacketLayout(octets).members,
+                          "user": data.StructLayout({"error": unsigned(1)})})
+
+
+def VerdictPacketStream(octets, *, always_ready=False):
+    """:class:`amaranth.lib.stream.Signature` of :class:`VerdictPacketLayout` beats."""
+    return stream.Signature(VerdictPacketLayout(octets), always_ready=always_ready)
+
+
+def connect_packets(m, source, sink):
+    """Connect packet stream ``source`` to ``sink`` where only one of them may carry a
+    verdict (:class:`VerdictPacketLayout`): ``valid`` and ``payload`` go from ``source`` to
+    ``sink``, ``ready`` back, as seen from the module ``m`` builds (``source`` the output of
+    a sub-component or an input of its own, ``sink`` the other way round). Only ``data``,
+    ``keep``, ``first`` and ``last`` pass: a sink's ``user.error`` stays 0, a source's is not
+    read (connect only a source that never ends a packet bad, such as a store-and-forward
+    buffer)."""
+    m.d.comb += [sink.valid.eq(source.valid), source.ready.eq(sink.ready)]
+    for name in ("data", "keep", "first", "last"):
+        m.d.comb += getattr(sink.payload, name).eq(getattr(source.payload, name))
 
 
 def keep_count(keep, octets):

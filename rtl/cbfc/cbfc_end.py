@@ -22,7 +22,7 @@ from ..link.control import LcwArbiter
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link.link_end import LinkEnd, link_controls, link_counters
 from ..params import IntRange, Param, parameters
-from ..stream import PacketStream
+from ..stream import PacketStream, VerdictPacketStream
 from .cbfc_rx import CbfcRx
 from .cbfc_tx import CbfcTx, ResteerSignature
 from .credit import CREDIT_BITS, CREDIT_SIZE, SYNC_PERIOD, UPDATE_PERIOD, VCS
@@ -44,7 +44,9 @@ _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_rec
                                 IntRange(0, 1 << 15)),
             update_threshold=Param("CREDIT_UPDATE once the limit moved this much, "
                                    "0: credits / 8", IntRange(0, 1 << 15)),
-            update_period=UPDATE_PERIOD, sync_period=SYNC_PERIOD)
+            update_period=UPDATE_PERIOD, sync_period=SYNC_PERIOD,
+            rx_pass_vcs=Param("mask of the VCs whose receive buffer passes a frame on as it "
+                              "arrives (CbfcRx pass_vcs)", IntRange(0, 255)))
 class CbfcEnd(wiring.Component):
     """A link end that never drops a frame for lack of buffer: :class:`CbfcTx` and
     :class:`CbfcRx` over a :class:`~ethlink.rtl.link.link_end.LinkEnd`.
@@ -56,12 +58,15 @@ class CbfcEnd(wiring.Component):
     parameter of :class:`LinkEnd`; ``resteer`` adds :class:`CbfcTx`'s re-steering interface
     (``resteer``, and ``count.frames_diverted``); ``bypass`` lets a frame whose TH tells its
     length skip an empty transmit queue (:class:`CbfcTx`; its gaps, if any, are filled by the
-    MAC with LCWs, which needs ``lcw_in_frame``).
+    MAC with LCWs, which needs ``lcw_in_frame``); ``rx_pass_vcs`` (a mask) makes the receive
+    buffers of those VCs pass a frame on as it arrives, its verdict on its last beat
+    (:class:`CbfcRx` ``pass_vcs``).
 
     Members
     -------
     i : In(PacketStream(8)).array(vcs); o : Out(PacketStream(8)).array(vcs)
-        Frame bodies of VC *v* (the OEFH ``vc`` must be *v*) to send, and received.
+        Frame bodies of VC *v* (the OEFH ``vc`` must be *v*) to send, and received;
+        ``o`` is ``Out(VerdictPacketStream(8)).array(vcs)`` when ``rx_pass_vcs`` is not 0.
     txd, txc, rxd, rxc
         XGMII towards and from the line.
     lcw_tx : In(LcwStream()); lcw_rx : Out(LcwEvents())
@@ -86,11 +91,12 @@ class CbfcEnd(wiring.Component):
     that finds its queue empty, :attr:`CbfcTx.BYPASS_LATENCY`) + the link (its receiver cut
     through: no receive buffer in the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2
     cycles from a frame's last beat in to its first beat out: the VC buffer is the one
-    store-and-forward copy, rolled back when the frame is bad); docs/cbfc.md.
+    store-and-forward copy, rolled back when the frame is bad; 2 cycles from each beat in on
+    a VC of ``rx_pass_vcs``, :attr:`CbfcRx.PASS_LATENCY`); docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
-                 resteer=False, bypass=False, **link_params):
+                 resteer=False, bypass=False, rx_pass_vcs=0, **link_params):
         self.vcs = vcs
         self.link_params = link_params
         self._tx = dict(credit_size=credit_size, queue_octets=tx_vc_octets,
@@ -102,11 +108,12 @@ class CbfcEnd(wiring.Component):
         self._rx = dict(credit_size=credit_size, buffer_octets=rx_vc_octets,
                         credits=rx_vc_credits or None,
                         update_threshold=update_threshold,
-                        update_period=update_period)
+                        update_period=update_period, pass_vcs=rx_pass_vcs)
         self.credits = rx_vc_credits or rx_vc_octets // credit_size
         #: Frame bodies per VC in and out: what a pair's harness drives.
         self.frame_members = {"i": In(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
-                              "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs)}
+                              "o": Out(VerdictPacketStream(MAC_BEAT_OCTETS) if rx_pass_vcs
+                                       else PacketStream(MAC_BEAT_OCTETS)).array(vcs)}
         #: What software sees of the end: link controls and states, credits, counters.
         self.management_members = {
             **link_controls(),

@@ -11,7 +11,7 @@ from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS
 from ..params import check_int_range
-from ..stream import PacketStream
+from ..stream import PacketStream, VerdictPacketStream, connect_packets
 from ..wire import CREDIT_PAYLOAD, LcwType, OEFH
 from .cbfc_tx import oefh_vc
 from .credit import (CreditReceiver, COST_BITS, CREDIT_BITS, CREDIT_SIZE, UPDATE_PERIOD, VCS,
@@ -34,7 +34,11 @@ class CbfcRx(wiring.Component):
       arrives (cut-through, spec v1.1 §7) and gives its verdict with the last beat: this
       buffer is the only copy of a received frame, written once; a good frame becomes
       visible on ``o[v]`` once its last beat is in, a bad one (``error``) is rolled back and
-      leaves no trace (the LLR has it resent). ``i`` never waits: a VC buffer has room for
+      leaves no trace (the LLR has it resent). The buffers of the VCs in ``pass_vcs`` (a
+      mask) pass a frame on as it arrives instead (:class:`FrameFifo` ``cut_through``): then
+      ``o`` carries the verdict (:class:`~ethlink.rtl.stream.VerdictPacketLayout`), a bad frame
+      the consumer has begun ends with ``user.error`` and the consumer undoes what it began
+      for it. ``i`` never waits: a VC buffer has room for
       everything the sender was allowed to send. A frame that does not
       fit (only a sender ignoring its credits can cause it) is dropped and counted
       (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``).
@@ -48,7 +52,8 @@ class CbfcRx(wiring.Component):
       (:class:`CreditReceiver`; one VC per cycle when several wait).
 
     Latency (:attr:`LATENCY`): a frame whose last beat arrives on ``i`` in cycle *t* offers
-    its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`).
+    its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`); on a VC of
+    ``pass_vcs`` every beat is offered 2 cycles after it arrived (:attr:`PASS_LATENCY`).
     Throughput: one beat per cycle in; each VC's output one beat per cycle.
 
     Members
@@ -56,6 +61,8 @@ class CbfcRx(wiring.Component):
     i : In(CutFrameStream())
         From the LLR receiver, cut through: the verdict (``error``) on each frame's last beat.
     o : Out(PacketStream(8)).array(vcs)
+        ``Out(VerdictPacketStream(8)).array(vcs)`` when ``pass_vcs`` is not 0 (the others'
+        ``user.error`` is always 0).
     credits_advertised : In(range(credits + 1))
         Run-time cap on the credits advertised per VC (0: all ``credits``), see
         :class:`CreditReceiver`.
@@ -72,10 +79,12 @@ class CbfcRx(wiring.Component):
     """
     VC_COUNTERS = ("frames_received", "overruns", "occupancy_high")
     LATENCY = 2
+    PASS_LATENCY = 2
 
     def __init__(self, vcs, *, credit_size=64, buffer_octets=8192, credits=None,
-                 update_threshold=0, update_period=1024, counter_init=0):
+                 update_threshold=0, update_period=1024, counter_init=0, pass_vcs=0):
         self.vcs = VCS.validate("vcs", vcs)
+        self.pass_vcs = check_int_range("pass_vcs", pass_vcs, 0, (1 << self.vcs) - 1)
         self.credit_size = CREDIT_SIZE.validate("credit_size", credit_size)
         self.buffer_octets = FRAME_QUEUE_OCTETS.validate("rx_vc_octets", buffer_octets)
         whole = buffer_octets // credit_size
@@ -88,7 +97,8 @@ class CbfcRx(wiring.Component):
         self.counter_init = counter_init
         super().__init__({
             "i": In(CutFrameStream()),
-            "o": Out(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
+            "o": Out(VerdictPacketStream(MAC_BEAT_OCTETS) if pass_vcs
+                     else PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "credits_advertised": In(range(self.credits + 1)),
             "lcw_rx": In(LcwEvents()),
             "lcw_tx": Out(LcwStream()),
@@ -115,11 +125,15 @@ class CbfcRx(wiring.Component):
         counters = CounterBank(m, self.count, skip=CreditReceiver.COUNTERS)
         buffers = []
         for v in range(n):
+            passing = bool(self.pass_vcs >> v & 1)
             buffer = FrameFifo(words=words, frames=slots, credit_size=self.credit_size,
-                               drop_when_full=True)
+                               drop_when_full=True, cut_through=passing)
             m.submodules[f"buffer{v}"] = buffer
             buffers.append(buffer)
-            wiring.connect(m, buffer.o, wiring.flipped(self.o[v]))
+            if passing or not self.pass_vcs:
+                wiring.connect(m, buffer.o, wiring.flipped(self.o[v]))
+            else:
+                connect_packets(m, buffer.o, self.o[v])
 
         # --- demultiplex by the OEFH vc of each frame's first beat --------------------------
         beat = self.i.payload

@@ -10,7 +10,7 @@ from amaranth.utils import exact_log2
 from ..buffer import FRAME_QUEUE_OCTETS, FrameWordLayout, MAX_FRAME_WORDS, read_committed
 from ..link.layouts import MAC_BEAT_OCTETS
 from ..params import check_power_of_two
-from ..stream import PacketStream, keep_count
+from ..stream import PacketStream, VerdictPacketStream, keep_count
 from .credit import COST_BITS, FCS_OCTETS
 
 __all__ = ["FrameFifo"]
@@ -37,18 +37,19 @@ class FrameFifo(wiring.Component):
     (re-steering) then always finds a slot, although the frame still holds its own until its
     last beat has left.
 
+    ``abort``, sampled with a frame's last beat, rolls the frame back as if it had never come:
+    nothing is ``stored`` or ``dropped`` (a frame the link layer found bad after passing it on
+    cut-through, spec v1.1 §7; it is resent and stored then).
+
     With ``cut_through`` every frame is visible at ``o`` from its first beat, which is offered
     2 cycles after it was taken; ``o`` then waits inside a frame for beats ``i`` has not
-    delivered yet. Dropping stays exact: the queue holds more than a longest frame, so when it
-    is full the reader is still in older frames and no beat of the frame dropped has left. A
-    frame longer than :data:`MAX_FRAME_WORDS` (which a MAC never delivers) may have begun to
-    leave by the time that is known, so it is cut to :data:`MAX_FRAME_WORDS` words instead of
-    dropped (the last of them leaves with ``last``; ``truncated`` strobes with it) and the
-    rest of it is discarded.
-
-    ``abort`` (store and forward only), sampled with a frame's last beat, rolls the frame back
-    as if it had never come: nothing is ``stored`` or ``dropped`` (a frame the link layer
-    found bad after passing it on cut-through, spec v1.1 §7; it is resent and stored then).
+    delivered yet, and carries a verdict (:class:`~ethlink.rtl.stream.VerdictPacketLayout`).
+    A frame rolled back or dropped (``abort``, too long, no room) whose first beat has not
+    been read yet vanishes as in store and forward; one the reader has begun is ended on
+    ``o`` by a beat with ``user.error`` (and ``keep = 0``) after the beats already read, and
+    its unread words are freed at once (:func:`~ethlink.rtl.buffer.read_committed`). So the
+    buffer never holds more than a bad frame's words already passed on, and the consumer
+    undoes what it began for it. It costs no credit: it is neither ``stored`` nor ``popped``.
 
     Members
     -------
@@ -58,7 +59,7 @@ class FrameFifo(wiring.Component):
     reject : In(1)
         Drop the frame whose first beat is on ``i`` (sampled with that beat).
     abort : In(1)
-        Only without ``cut_through``: roll back the frame whose last beat is on ``i``.
+        Roll back the frame whose last beat is on ``i``.
     stored, stored_cost : Out(1), Out(COST_BITS)
         A frame was stored (strobe at its last beat) and its cost.
     dropped, dropped_cost : Out(1), Out(COST_BITS)
@@ -67,10 +68,7 @@ class FrameFifo(wiring.Component):
     head_cost : Out(COST_BITS)
         Cost of the oldest stored frame (the one ``o`` offers or is sending).
     popped, popped_cost : Out(1), Out(COST_BITS)
-        The last beat of a frame left on ``o`` (strobe), and that frame's cost.
-    truncated : Out(1)
-        Only with ``cut_through``: a too-long cut-through frame was cut (strobe; it is also
-        ``stored``, with the cost of what was kept).
+        The last beat of a stored frame left on ``o`` (strobe), and that frame's cost.
 
     Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat was
     taken on ``i`` (store and forward), or 2 cycles after its first beat was taken when it cuts
@@ -88,16 +86,16 @@ class FrameFifo(wiring.Component):
         self.cut_through = cut_through
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
-            "o": Out(PacketStream(MAC_BEAT_OCTETS)),
+            "o": Out(VerdictPacketStream(MAC_BEAT_OCTETS) if cut_through
+                     else PacketStream(MAC_BEAT_OCTETS)),
             "reject": In(1),
-            **({} if cut_through else {"abort": In(1)}),
+            "abort": In(1),
             "stored": Out(1), "stored_cost": Out(COST_BITS),
             "dropped": Out(1), "dropped_cost": Out(COST_BITS),
             "frames": Out(range(frames + 1)),
             "head_cost": Out(COST_BITS),
             "popped": Out(1), "popped_cost": Out(COST_BITS),
             **({"use_spare": In(1)} if spare_slot else {}),
-            **({"truncated": Out(1)} if cut_through else {}),
         })
 
     def elaborate(self, platform):
@@ -142,23 +140,15 @@ class FrameFifo(wiring.Component):
         take = self.i.valid & self.i.ready
         too_long = ~first & (words_in == MAX_FRAME_WORDS)
         aborted = Signal()             # this beat ends a frame that is rolled back
-        if not self.cut_through:
-            m.d.comb += aborted.eq(take & beat.last & self.abort)
+        m.d.comb += aborted.eq(take & beat.last & self.abort)
         drop_now = Signal()
         m.d.comb += drop_now.eq(take & ~(discard & ~first)
                                 & ((first & self.reject) | lost_now | too_long | aborted))
-        # Cut-through: a too-long frame's head may have left, so it is cut, not dropped.
-        cut = Signal()                 # this beat ends a too-long cut-through frame
-        trimmed = Signal()             # the rest of a cut frame is being discarded
-        if self.cut_through:
-            m.d.comb += [cut.eq(take & ~first & ~discard & ~drop_now & ~beat.last
-                                & (words_in == MAX_FRAME_WORDS - 1)),
-                         self.truncated.eq(cut)]
         writing = take & ~drop_now & ~(discard & ~first)
         m.d.comb += [
             wr.addr.eq(wr_ptr[:AW]),
             wr.data.data.eq(beat.data), wr.data.keep.eq(beat.keep),
-            wr.data.last.eq(beat.last | cut),
+            wr.data.last.eq(beat.last),
             wr.en.eq(writing),
         ]
         total = Signal(_OCTET_BITS)
@@ -171,17 +161,15 @@ class FrameFifo(wiring.Component):
             m.d.sync += [in_frame.eq(~beat.last), octets.eq(total),
                          words_in.eq(Mux(first, 1, words_in + 1))]
             with m.If(first):
-                m.d.sync += [discard.eq(0), trimmed.eq(0)]
-        with m.If(cut):
-            m.d.sync += [discard.eq(1), trimmed.eq(1)]
+                m.d.sync += discard.eq(0)
         with m.If(writing):
             m.d.sync += wr_ptr.eq(wr_ptr + 1)
         with m.If(drop_now):
             m.d.sync += [wr_ptr.eq(commit), discard.eq(1)]
         dropping = drop_now | (take & discard & ~first)
         m.d.comb += [
-            self.stored.eq((ends | cut) & ~dropping), self.stored_cost.eq(cost),
-            self.dropped.eq(ends & dropping & ~trimmed & ~aborted), self.dropped_cost.eq(cost),
+            self.stored.eq(ends & ~dropping), self.stored_cost.eq(cost),
+            self.dropped.eq(ends & dropping & ~aborted), self.dropped_cost.eq(cost),
             cost_wr.addr.eq(cost_in[:FW]), cost_wr.data.eq(cost), cost_wr.en.eq(self.stored),
         ]
         with m.If(self.stored):
@@ -190,7 +178,16 @@ class FrameFifo(wiring.Component):
             m.d.sync += discard.eq(0)
 
         # --- reader: committed words (cut-through: every word written) ----------------------
-        sent_last = read_committed(m, rd, rd_ptr, wr_ptr if self.cut_through else commit, self.o)
+        if self.cut_through:
+            # The frame being written has begun to leave when the read pointer is inside it
+            # (the pointers run modulo 2W, and a frame is shorter than W words).
+            inside = (rd_ptr - commit)[:AW + 1] <= (wr_ptr - commit)[:AW + 1]
+            begun = (rd_ptr != commit) & inside
+            # A frame dropped now must not begin to leave in this cycle either.
+            sent_last = read_committed(m, rd, rd_ptr, Mux(drop_now, commit, wr_ptr), self.o,
+                                       abandon=drop_now & begun, restart=commit)
+        else:
+            sent_last = read_committed(m, rd, rd_ptr, commit, self.o)
         m.d.comb += cost_head.addr.eq(cost_out[:FW])
         with m.If(sent_last):
             m.d.sync += cost_out.eq(cost_out + 1)

@@ -12,7 +12,8 @@ from amaranth.lib.wiring import In, Out
 from ..counters import CounterBank, Counters
 from ..params import parameters
 from ..queue import DualPushQueue
-from ..stream import PacketLayout, PacketStream, BEAT_OCTETS, keep_count, count_to_keep
+from ..stream import (PacketLayout, PacketStream, VerdictPacketLayout, VerdictPacketStream,
+                      BEAT_OCTETS, keep_count, count_to_keep)
 from ..wire import (OEFH, LS_TH, RDMA_TH, HEADER_OCTETS, HeaderLayout, Opcode, LsSize,
                     OEFH_VERSION, lanes_to_value)
 
@@ -57,10 +58,16 @@ class OefhParser(wiring.Component):
     (``size``, ``length``) — the NIC's transaction layer checks that against the operation —
     and the maximum frame length, which the MAC enforces before the parser sees a frame.
 
+    With ``verdict`` the frames on ``i`` are passed on before they are judged
+    (:class:`~ethlink.rtl.stream.VerdictPacketLayout`, cut-through): the verdict of a frame's
+    last beat goes on its payload's last beat on ``o``, whose consumer undoes what it began
+    for a bad frame. A bad frame that ends before its TH does gives nothing and is not
+    counted ``short``.
+
     Members
     -------
     i : In(PacketStream(beat_octets))
-        Frames.
+        Frames (``VerdictPacketStream(beat_octets)`` with ``verdict``, and so is ``o``).
     header : Out(stream.Signature(HeaderLayout()))
         One transfer per good frame.
     o : Out(PacketStream(beat_octets))
@@ -88,19 +95,21 @@ class OefhParser(wiring.Component):
     """
     COUNTERS = ("frames", "short", "bad_version", "bad_opcode", "bad_size")
 
-    def __init__(self, beat_octets=8):
+    def __init__(self, beat_octets=8, verdict=False):
         self.beat_octets = beat_octets
+        self.verdict = verdict
+        beats = VerdictPacketStream if verdict else PacketStream
         super().__init__({
-            "i": In(PacketStream(beat_octets)),
+            "i": In(beats(beat_octets)),
             "header": Out(stream.Signature(HeaderLayout())),
-            "o": Out(PacketStream(beat_octets)),
+            "o": Out(beats(beat_octets)),
             "count": Out(Counters(self.COUNTERS)),
         })
 
     def elaborate(self, platform):
         m = Module()
         W = self.beat_octets
-        beat_layout = PacketLayout(W)
+        beat_layout = VerdictPacketLayout(W) if self.verdict else PacketLayout(W)
         ls_beat, ls_off = header_geometry(LS_HEADER_OCTETS, W)
         rdma_beat, rdma_off = header_geometry(HEADER_OCTETS, W)
 
@@ -167,7 +176,8 @@ class OefhParser(wiring.Component):
             counters["bad_size"].increment(m, ~too_short0 & ~bad_version0 & valid_opcode
                                            & bad_size0)
         good = take & ~dropping
-        counters["short"].increment(m, good & short)
+        bad = beat.last & beat.user.error if self.verdict else C(0)
+        counters["short"].increment(m, good & short & ~bad)
 
         # --- header assembly ----------------------------------------------------------------
         # Beats before the TH-completing one are kept; the header is read from them and from
@@ -213,6 +223,8 @@ class OefhParser(wiring.Component):
             out1.keep.eq(count_to_keep(count - offset, W)),
             out1.last.eq(1),
         ]
+        if self.verdict:
+            m.d.comb += [out0.user.error.eq(bad & out0.last), out1.user.error.eq(bad)]
         with m.If(good & ~short):
             with m.If(at_header):
                 m.d.sync += pending.eq(shifted)

@@ -21,7 +21,7 @@ from ..nic.rdma_requester import RdmaRequester
 from ..nic.rdma_target import RdmaTarget
 from ..nic.windows import WINDOWS
 from ..params import parameters
-from ..stream import PacketStream, BEAT_OCTETS
+from ..stream import PacketStream, BEAT_OCTETS, connect_packets
 from ..wire import ENDPOINT_BITS, HeaderLayout, OEFH, lanes_to_value
 
 __all__ = ["ForwardingLoopback", "EngineLoopback", "LsLoopback", "RdmaLoopback"]
@@ -135,7 +135,8 @@ class EngineLoopback(wiring.Component):
         dst = OEFH.layout(lanes_to_value(beat.data[:8 * OEFH.octets], OEFH.octets)).dst
         m.d.comb += drop_now.eq(Mux(beat.first, dst == self.drop_dst, dropping))
         m.d.comb += [
-            tgt.i.payload.eq(beat),
+            *(getattr(tgt.i.payload, name).eq(getattr(beat, name))
+              for name in ("data", "keep", "first", "last")),
             tgt.i.valid.eq(req.o.valid & ~drop_now),
             req.o.ready.eq(tgt.i.ready | drop_now),
         ]
@@ -143,7 +144,7 @@ class EngineLoopback(wiring.Component):
             m.d.sync += dropping.eq(drop_now & ~beat.last)
         dropped = CounterBank(m, self.count, skip=req.COUNTERS).dropped
         dropped.increment(m, req.o.valid & req.o.ready & beat.first & drop_now)
-        wiring.connect(m, tgt.o, req.i)
+        connect_packets(m, tgt.o, req.i)   # responses judged before they come: no verdict
         for tap, port in ((self.tap_req, req.o), (self.tap_rsp, tgt.o)):
             m.d.comb += [tap.valid.eq(port.valid), tap.ready.eq(port.ready),
                          tap.first.eq(port.payload.first), tap.last.eq(port.payload.last)]

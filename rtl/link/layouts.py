@@ -15,7 +15,7 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from ..stream import PacketLayout
+from ..stream import PacketLayout, VerdictPacketLayout
 from ..wire import LCW, SEQ_BITS
 
 __all__ = ["MAC_BEAT_OCTETS", "SEQ_BITS", "LCW_PAYLOAD_BITS", "LcwLayout", "LcwStream",
@@ -105,13 +105,11 @@ class MacRxFrameLayout(data.StructLayout):
         super().__init__(_frame_beat(MacRxUserLayout()))
 
 
-class CutFrameLayout(data.StructLayout):
-    """A frame-body beat passed on before the frame is judged (spec v1.1 §7, cut-through): the
-    :class:`~ethlink.rtl.stream.PacketLayout` members and ``user.error`` (``tuser[0]`` at an
-    export), valid on the last beat: the frame is bad and everything of it must be rolled
-    back (it leaves no trace but counters)."""
+class CutFrameLayout(VerdictPacketLayout):
+    """A frame-body beat passed on before the frame is judged (spec v1.1 §7, cut-through):
+    :class:`~ethlink.rtl.stream.VerdictPacketLayout` of 8 octets."""
     def __init__(self):
-        super().__init__(_frame_beat(data.StructLayout({"error": unsigned(1)})))
+        super().__init__(MAC_BEAT_OCTETS)
 
 
 def CutFrameStream():

@@ -16,7 +16,7 @@ from ..counters import CounterBank, Counters
 from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..params import parameters
-from ..stream import PacketStream, BEAT_OCTETS, keep_count
+from ..stream import PacketStream, VerdictPacketStream, BEAT_OCTETS, keep_count
 from ..wire import (ENDPOINT_BITS, HeaderLayout, LsSize, Opcode, VirtualChannel,
                     OEFH_VERSION)
 from .path_select import PathRequest
@@ -69,7 +69,10 @@ class LsRequester(wiring.Component):
     a buffer until its length is checked; then ``cpl`` gives (tag, status) and, for an OK load,
     ``cpl_data`` the data packet. A response that matches nothing outstanding is dropped and
     counted (``unexpected``); one that names an outstanding tag but does not match it is
-    dropped and counted (``mismatched``) and the request stays outstanding.
+    dropped and counted (``mismatched``) and the request stays outstanding. A response may
+    come before it is judged (cut-through, :class:`~ethlink.rtl.stream.VerdictPacketLayout`):
+    one that ends with ``user.error`` is dropped whole, its data with it, and completes
+    nothing (the link layer counts it and has it resent).
 
     **Unreachable.** The header of a request frame that could not be sent (no port reaches its
     dst, spec §9) comes back on ``fail`` into a queue of :attr:`fail_depth` entries (``tags``,
@@ -90,8 +93,9 @@ class LsRequester(wiring.Component):
         This endpoint's id.
     req : In(stream.Signature(LsRequestLayout())); req_data : In(PacketStream(beat_octets))
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
-    o : Out(PacketStream(beat_octets)); i : In(PacketStream(beat_octets))
-        Request frames out, response frames in.
+    o : Out(PacketStream(beat_octets)); i : In(VerdictPacketStream(beat_octets))
+        Request frames out, response frames in (``user.error`` 0 where they are judged
+        before they come).
     hint : Out(PathRequest(reachable=False))
         A request frame's ``dst`` and ``entropy`` in the cycle its request is taken,
         :attr:`TX_LATENCY` cycles before its first beat (for a lookup of its port ahead).
@@ -136,7 +140,7 @@ class LsRequester(wiring.Component):
             **self.gpu_members,
             "o": Out(PacketStream(beat_octets)),
             "hint": Out(PathRequest(reachable=False)),
-            "i": In(PacketStream(beat_octets)),
+            "i": In(VerdictPacketStream(beat_octets)),
             "fail": In(stream.Signature(HeaderLayout())),
             "count": Out(Counters(self.COUNTERS)),
         })
@@ -517,8 +521,9 @@ class _Completer(wiring.Component):
 
     Members
     -------
-    i : In(PacketStream(beat_octets)); failed : In(stream.Signature(_Failed()))
-        Response frames; request frames dropped as unroutable (:class:`~.engine.FailQueue`).
+    i : In(VerdictPacketStream(beat_octets)); failed : In(stream.Signature(_Failed()))
+        Response frames, a bad one ending with ``user.error`` (dropped whole, completing
+        nothing); request frames dropped as unroutable (:class:`~.engine.FailQueue`).
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
     lookup : Out(_TagRead); release : Out(_TagRelease); busy : In(tags)
         The tag table.
@@ -544,7 +549,8 @@ class _Completer(wiring.Component):
         self.tags = tags
         tag_bits = (tags - 1).bit_length()
         super().__init__({
-            "i": In(PacketStream(beat_octets)), "failed": In(stream.Signature(_Failed())),
+            "i": In(VerdictPacketStream(beat_octets)),
+            "failed": In(stream.Signature(_Failed())),
             "cpl": Out(stream.Signature(CompletionLayout())),
             "cpl_data": Out(PacketStream(beat_octets)),
             "lookup": Out(_TagRead(tag_bits)), "release": Out(_TagRelease(tag_bits)),
@@ -560,7 +566,7 @@ class _Completer(wiring.Component):
         tag_bits = (self.tags - 1).bit_length()
         counters = CounterBank(m, self.count)
         busy, entry_in = self.busy, self.lookup.data
-        m.submodules.parser = parser = OefhParser(W)
+        m.submodules.parser = parser = OefhParser(W, verdict=True)
         wiring.connect(m, wiring.flipped(self.i), parser.i)
         m.submodules.data = data = _LoadData(W)
         wiring.connect(m, data.o, wiring.flipped(self.cpl_data))
@@ -660,7 +666,11 @@ class _Completer(wiring.Component):
                         m.d.sync += octets.eq(octets + count)
                     with m.If(parser.o.payload.last):
                         m.d.comb += data.start.eq(1)
-                        with m.If(~known_r):
+                        with m.If(parser.o.payload.user.error):
+                            # Judged bad after it began to come (cut-through): the link
+                            # layer has counted it and has it resent.
+                            m.next = "FLUSH"
+                        with m.Elif(~known_r):
                             counters["unexpected"].increment(m, 1)
                             m.next = "FLUSH"
                         with m.Elif(~match_r | (octets + count != expected)):

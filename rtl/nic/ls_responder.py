@@ -18,12 +18,13 @@ from ..forwarding.deparser import OefhDeparser
 from ..forwarding.parser import OefhParser
 from ..params import parameters
 from ..regbus import RegisterBus
-from ..stream import PacketStream, BEAT_OCTETS, keep_count
+from ..stream import PacketStream, VerdictPacketStream, BEAT_OCTETS, keep_count
 from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import Axi4Signature, ADDR_WIDTH, BURST_INCR, RESP_OKAY
 from .engine import LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS
 from .windows import target_registers, count_refusal, WINDOWS
+from .path_select import PathRequest
 
 __all__ = ["LsResponder", "LsTarget"]
 
@@ -50,7 +51,10 @@ class LsResponder(wiring.Component):
     """Execute parsed L/S requests against memory and build their responses.
 
     For every request (a transfer on ``header`` and its payload packet on ``i``, as
-    :class:`~ethlink.rtl.forwarding.parser.OefhParser` gives them) the responder
+    :class:`~ethlink.rtl.forwarding.parser.OefhParser` gives them with ``verdict``: a request
+    passed on before it was judged whose payload ends with ``user.error`` is dropped, its
+    buffered store data with it, not executed, not answered, not counted — the link layer
+    counted it and has it resent) the responder
 
     1. checks it: the payload must be exactly what the opcode says (LOAD_REQ: none, STORE_REQ:
        ``size`` octets) — otherwise the request is *malformed*: dropped, counted, never
@@ -81,7 +85,7 @@ class LsResponder(wiring.Component):
 
     Members
     -------
-    header : In(stream.Signature(HeaderLayout())); i : In(PacketStream(beat_octets))
+    header : In(stream.Signature(HeaderLayout())); i : In(VerdictPacketStream(beat_octets))
         Requests.
     rsp_header : Out(stream.Signature(HeaderLayout())); o : Out(PacketStream(beat_octets))
         Responses (one header and one payload packet each, for a deparser).
@@ -110,7 +114,7 @@ class LsResponder(wiring.Component):
         self.addr_width = ADDR_WIDTH.validate("addr_width", addr_width)
         super().__init__({
             "header": In(stream.Signature(HeaderLayout())),
-            "i": In(PacketStream(beat_octets)),
+            "i": In(VerdictPacketStream(beat_octets)),
             "rsp_header": Out(stream.Signature(HeaderLayout())),
             "o": Out(PacketStream(beat_octets)),
             "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
@@ -197,11 +201,13 @@ class _Intake(wiring.Component):
     store's octets up to its size go on ``store`` (``i`` waits for it), any others are only
     counted. At the payload's last beat the request is classified (:class:`_Job`) and counted
     (``unexpected``, ``malformed``, ``denied`` or ``address_errors``, ``loads``, ``stores``),
-    and offered on ``job`` until taken; the next header is taken the cycle after.
+    and offered on ``job`` until taken; the next header is taken the cycle after. A payload
+    that ends with ``user.error`` (the frame was found bad after it was passed on) makes the
+    request a discard, counted nowhere.
 
     Members
     -------
-    header : In(stream.Signature(HeaderLayout())); i : In(PacketStream(beat_octets))
+    header : In(stream.Signature(HeaderLayout())); i : In(VerdictPacketStream(beat_octets))
         Requests, as a parser gives them.
     window : Out(_WindowQuery)
         The check of the request on ``header`` (combinational).
@@ -222,7 +228,7 @@ class _Intake(wiring.Component):
         self.addr_width = addr_width
         super().__init__({
             "header": In(stream.Signature(HeaderLayout())),
-            "i": In(PacketStream(beat_octets)),
+            "i": In(VerdictPacketStream(beat_octets)),
             "window": Out(_WindowQuery()),
             "store": Out(stream.Signature(8 * beat_octets)),
             "job": Out(stream.Signature(_JobLayout(beat_octets))),
@@ -300,7 +306,9 @@ class _Intake(wiring.Component):
                     with m.If(self.i.payload.last):
                         total = octets + count
                         m.d.comb += hand_beats.eq(pushed + push)
-                        with m.If(~is_load & ~is_store):
+                        with m.If(self.i.payload.user.error):
+                            m.d.comb += hand_kind.eq(_Job.DISCARD)
+                        with m.Elif(~is_load & ~is_store):
                             counters["unexpected"].increment(m, 1)
                             m.d.comb += hand_kind.eq(_Job.DISCARD)
                         with m.Elif(total != expected_octets):
@@ -588,8 +596,14 @@ class LsTarget(wiring.Component):
 
     Members
     -------
-    i : In(PacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
-        Request frames (OEFH + TH + payload) in; response frames out.
+    i : In(VerdictPacketStream(beat_octets)); o : Out(PacketStream(beat_octets))
+        Request frames (OEFH + TH + payload) in, which may come before they are judged (a
+        bad one ends with ``user.error`` and is dropped, :class:`LsResponder`); response
+        frames out.
+    hint : Out(PathRequest(reachable=False))
+        The ``dst`` and ``entropy`` of a response (the request's ``src`` and ``entropy``)
+        in the cycle its request's header is taken, before the response's first beat (for a
+        lookup of its port ahead, :class:`~ethlink.rtl.nic.nic.FrameSteer`).
     m_axi, csr, count : those of :class:`LsResponder`; ``count.rx`` are the parser's.
 
     Latency (cycles, asserted by the tests): :attr:`LOAD_ISSUE_LATENCY`,
@@ -608,10 +622,11 @@ class LsTarget(wiring.Component):
 
     def __init__(self, beat_octets=8, windows=8, addr_width=32):
         self._responder = LsResponder(beat_octets, windows, addr_width)
-        self._parser = OefhParser(beat_octets)
+        self._parser = OefhParser(beat_octets, verdict=True)
         self._deparser = OefhDeparser(beat_octets)
         super().__init__({
-            "i": In(PacketStream(beat_octets)), "o": Out(PacketStream(beat_octets)),
+            "i": In(VerdictPacketStream(beat_octets)), "o": Out(PacketStream(beat_octets)),
+            "hint": Out(PathRequest(reachable=False)),
             "m_axi": Out(Axi4Signature(addr_width, beat_octets)),
             "csr": In(RegisterBus(csr.ADDR_BITS)),
             "count": Out(Counters(LsResponder.COUNTERS,
@@ -625,6 +640,9 @@ class LsTarget(wiring.Component):
         m.submodules.deparser = deparser = self._deparser
         wiring.connect(m, wiring.flipped(self.i), parser.i)
         wiring.connect(m, parser.header, responder.header)
+        request = parser.header.payload.oefh
+        m.d.comb += [self.hint.valid.eq(parser.header.valid & parser.header.ready),
+                     self.hint.dst.eq(request.src), self.hint.entropy.eq(request.entropy)]
         wiring.connect(m, parser.o, responder.i)
         wiring.connect(m, responder.rsp_header, deparser.header)
         wiring.connect(m, responder.o, deparser.i)

@@ -28,7 +28,7 @@ from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link import TxState
 from ..params import parameters
-from ..stream import PacketStream
+from ..stream import PacketStream, connect_packets
 from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value
 from .axi import ADDR_WIDTH
 from .engine import CONTEXTS, MESSAGES, MTU, TAGS, TIMEOUT_CYCLES
@@ -256,7 +256,7 @@ def NicPortSignature(end, line=True):
                              "lcw_tx": In(LcwStream()), **end.management_members})
 
 
-@parameters(forward=CbfcEnd, exclude=("vcs",),
+@parameters(forward=CbfcEnd, exclude=("vcs", "rx_pass_vcs"),
             ports=PORTS, tags=TAGS, timeout_cycles=TIMEOUT_CYCLES, windows=WINDOWS,
             addr_width=ADDR_WIDTH, messages=MESSAGES, mtu=MTU, contexts=CONTEXTS)
 class Nic(wiring.Component):
@@ -327,11 +327,17 @@ class Nic(wiring.Component):
     #: leaves as it comes (the MAC fills a late beat with an LCW).
     TX_LATENCY = 4
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
-    #: (``m_axi_arvalid``): the MAC's last beat 6 (2 after the ``/T/`` word), the LLR 1 (it
-    #: cuts through), CbfcRx 2 (the VC buffer offers a frame 2 cycles after its last beat:
-    #: the one store-and-forward copy, rolled back if the frame is bad), the port merge 0, the
-    #: target 3 (:attr:`LsTarget.LOAD_ISSUE_LATENCY`).
-    RX_LATENCY = 12
+    #: (``m_axi_arvalid``): the frame off the line through the MAC (its last body beat 2
+    #: cycles after the ``/T/`` word, with the verdict) and the LLR (cut-through), CbfcRx 2
+    #: (VC 0's buffer passes each beat on as it arrives, :attr:`RX_PASS_VCS`), the port merge
+    #: 0, the target 3 from the beat that completes the TH (:attr:`LsTarget.LOAD_ISSUE_LATENCY`;
+    #: it acts on the verdict on that same beat, so no read is made for a bad frame).
+    RX_LATENCY = 11
+    #: The VCs whose receive buffers pass a frame on as it arrives (:class:`CbfcRx`
+    #: ``pass_vcs``): L/S requests and responses, whose engines drop a frame that ends bad
+    #: (the L/S target before it touches memory). RDMA's buffers hold a frame until it is
+    #: judged.
+    RX_PASS_VCS = (1 << VirtualChannel.LS_REQ) | (1 << VirtualChannel.LS_RSP)
     #: The NIC's own counters (beside its engines').
     COUNTERS = ("purges",)
 
@@ -343,7 +349,8 @@ class Nic(wiring.Component):
         self._target = LsTarget(W, windows, addr_width)
         self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
         self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
-        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True, **port_params)
+        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True,
+                              rx_pass_vcs=self.RX_PASS_VCS, **port_params)
                       for _ in range(ports)]
         target = self._target.signature.members
         rdma_req = self._rdma_requester.signature.members
@@ -378,11 +385,12 @@ class Nic(wiring.Component):
         m.submodules.rdma_requester = rdma_req = self._rdma_requester
         m.submodules.rdma_target = rdma_tgt = self._rdma_target
         m.submodules.reach = reach = Reachability(self.ports)
-        m.submodules.steer = steer = FrameSteer(self.ports, hints=1)
+        m.submodules.steer = steer = FrameSteer(self.ports, hints=2)
         m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
         rx_merge = []
         for v in range(NIC_VCS):
-            m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(self.ports, MAC_BEAT_OCTETS)
+            m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(
+                self.ports, MAC_BEAT_OCTETS, verdict=bool(self.RX_PASS_VCS >> v & 1))
             rx_merge.append(merge)
 
         # The GPU side, the memories, the registers.
@@ -418,8 +426,10 @@ class Nic(wiring.Component):
                 m.d.comb += steer.failed.ready.eq(engine.fail.ready)
         wiring.connect(m, steer.lookup, reach.i)
         wiring.connect(m, reach.o, steer.result)
-        # The requester's lookup ahead; any change of the paths spoils what was looked up.
+        # The lookups ahead of the requester and of the L/S target (a response's port is asked
+        # for as its request is taken); any change of the paths spoils what was looked up.
         wiring.connect(m, req.hint, steer.hint[0])
+        wiring.connect(m, tgt.hint, steer.hint[1])
         links_before = Signal(self.ports)
         m.d.sync += links_before.eq(self.links_up)
         m.d.comb += steer.changed.eq(reach.changed | (links_before != self.links_up))
@@ -433,7 +443,10 @@ class Nic(wiring.Component):
             wiring.connect(m, wiring.flipped(self.p[p].lcw_tx), end.lcw_tx)
             for v in range(NIC_VCS):
                 wiring.connect(m, steer.o[p][v], end.i[v])
-                wiring.connect(m, end.o[v], rx_merge[v].i[p])
+                if self.RX_PASS_VCS >> v & 1:
+                    wiring.connect(m, end.o[v], rx_merge[v].i[p])
+                else:
+                    connect_packets(m, end.o[v], rx_merge[v].i[p])   # judged: no verdict
             # Ref: spec §10 — a SEN is taken on the port it arrived on. The table is not
             # ready for one during its sweep after reset (``busy``): such a SEN is not kept.
             m.d.comb += [reach.lcw[p].valid.eq(end.lcw_rx.valid),
