@@ -339,8 +339,8 @@ def test_cbfc_rx_pass_through():
     ignoring credits, a slow consumer). Every good frame that fits comes out whole, in order,
     ending with ``user.error`` 0; every other output is the beginning of a frame that was bad,
     too long or had no room, ending with ``user.error`` 1 on a beat with ``keep = 0``; no bad
-    frame costs a credit, the credits all come back. On an idle buffer a beat is offered 2
-    cycles after it came (docs/cbfc.md)."""
+    frame costs a credit, the credits all come back. On an idle buffer a beat is offered the
+    cycle after it came (docs/cbfc.md)."""
     rng = random.Random(7)
     dut = CbfcRx(2, credit_size=64, buffer_octets=4096, update_period=1 << 16, pass_vcs=0b10)
     clock = Clock({"i": dut.i, "o": dut.o[1]})
@@ -372,12 +372,12 @@ def test_cbfc_rx_pass_through():
             await ctx.tick()
 
     async def bench(ctx):
-        # Idle, always ready: each beat out 2 cycles after it came.
+        # Idle, always ready: each beat out the cycle after it came.
         sent.append((vc_body(rng, 1, 0, 64, fixed=True), False))
         await send(ctx, clock, dut.i, sent[0][0])
         await ctx.tick().repeat(10)
-        assert clock.firsts["o"] == [clock.firsts["i"][0] + 2], clock.firsts
-        assert clock.lasts["o"] == [clock.lasts["i"][0] + 2], clock.lasts
+        assert clock.firsts["o"] == [clock.firsts["i"][0] + 1], clock.firsts
+        assert clock.lasts["o"] == [clock.lasts["i"][0] + 1], clock.lasts
         for index in range(1, 150):
             # A slow consumer (frames overrun the buffer), then a fast one (it reads the
             # frame arriving, so bad ones end on o).
@@ -387,6 +387,8 @@ def test_cbfc_rx_pass_through():
         dropped, too_long, ended_bad = check()
         assert dropped > 3 and too_long > 0 and ended_bad > 5, (dropped, too_long, ended_bad)
         assert ctx.get(dut.count.overruns[1]) == dropped + too_long
+        assert ctx.get(dut.count.passed_bad[1]) == ended_bad
+        assert ctx.get(dut.count.passed_bad[0]) == 0
         good_out = [body for body, error in out if not error]
         assert ctx.get(dut.count.frames_received[1]) == len(good_out)
         assert ctx.get(dut.occupancy[1]) == 0

@@ -9,7 +9,7 @@ datapath: the LLR's replay and receive buffers, CBFC's queues, the switch's VOQs
   :data:`FRAME_QUEUE_OCTETS`).
 """
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Mux, Signal
 from amaranth.lib import data
 from amaranth.hdl import unsigned
 
@@ -50,7 +50,7 @@ class CountedWordLayout(data.StructLayout):
                           "count": range(BEAT_OCTETS + 1), "last": unsigned(1)})
 
 
-def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None):
+def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None, through=None):
     """Stream the committed words of a frame buffer out on packet stream ``o``.
 
     ``rd`` is the buffer's (synchronous) read port of :class:`FrameWordLayout` words,
@@ -58,6 +58,12 @@ def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None):
     committed words. One output register holds the word read; a word is read whenever that
     register is empty or being taken, so ``o`` carries one beat per cycle while words are
     committed and ``ready`` is high. ``first`` is rebuilt from ``last``.
+
+    ``through`` — ``(strobe, word)``, the :class:`FrameWordLayout` word being written in this
+    cycle at ``commit`` — lets a buffer whose every written word is committed (cut-through)
+    take that word straight into the output register when the reader has caught up with the
+    writer: the word is offered the cycle after it was written instead of two (the read
+    pointer moves past it as if it had been read).
 
     ``abandon`` (a strobe; ``o`` then carries a verdict,
     :class:`~ethlink.rtl.stream.VerdictPacketLayout`) gives up the frame being read, for a
@@ -73,6 +79,20 @@ def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None):
     advance = ~out_valid | o.ready
     read = advance & (rd_ptr != commit) & ~stop
     m.d.comb += [rd.addr.eq(rd_ptr[:len(rd.addr)]), rd.en.eq(advance)]
+    word = rd.data
+    if through is not None:
+        strobe, written = through
+        caught = Signal()              # the word being written goes straight out
+        held = Signal(FrameWordLayout())
+        from_held = Signal()
+        m.d.comb += caught.eq(advance & strobe & (rd_ptr == commit) & ~stop)
+        with m.If(advance):
+            m.d.sync += from_held.eq(caught)
+        with m.If(caught):
+            m.d.sync += held.eq(written)
+        word = Signal(FrameWordLayout())
+        m.d.comb += word.eq(Mux(from_held, held, rd.data))
+        read = read | caught
     with m.If(advance):
         m.d.sync += out_valid.eq(read)
     with m.If(read):
@@ -82,9 +102,9 @@ def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None):
         m.d.sync += out_first.eq(o.payload.last)
     m.d.comb += [
         o.valid.eq(out_valid | ending),
-        o.payload.data.eq(rd.data.data),
-        o.payload.keep.eq(rd.data.keep),
-        o.payload.last.eq(rd.data.last),
+        o.payload.data.eq(word.data),
+        o.payload.keep.eq(word.keep),
+        o.payload.last.eq(word.last),
         o.payload.first.eq(out_first),
     ]
     if abandon is None:

@@ -91,8 +91,9 @@ class CbfcEnd(wiring.Component):
     that finds its queue empty, :attr:`CbfcTx.BYPASS_LATENCY`) + the link (its receiver cut
     through: no receive buffer in the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2
     cycles from a frame's last beat in to its first beat out: the VC buffer is the one
-    store-and-forward copy, rolled back when the frame is bad; 2 cycles from each beat in on
-    a VC of ``rx_pass_vcs``, :attr:`CbfcRx.PASS_LATENCY`); docs/cbfc.md.
+    store-and-forward copy, rolled back when the frame is bad; 1 cycle from each beat in on
+    a VC of ``rx_pass_vcs`` whose consumer keeps up, :attr:`CbfcRx.PASS_LATENCY`);
+    docs/cbfc.md.
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
@@ -119,7 +120,7 @@ class CbfcEnd(wiring.Component):
             **link_controls(),
             "rx_credits": In(range(self.credits + 1)),
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs)) for name in _CREDIT_STATE},
-            "count": Out(self.counters(vcs, resteer)),
+            "count": Out(self.counters(vcs, resteer, passing=bool(rx_pass_vcs))),
         }
         super().__init__({
             **self.frame_members,
@@ -137,9 +138,9 @@ class CbfcEnd(wiring.Component):
                                  if name not in _PER_VC})
 
     @classmethod
-    def counters(cls, vcs, resteer=False):
+    def counters(cls, vcs, resteer=False, passing=False):
         return merge_counters(cls.link_part(), CbfcTx.counters(vcs, resteer),
-                              CbfcRx.counters(vcs))
+                              CbfcRx.counters(vcs, passing))
 
     def elaborate(self, platform):
         m = Module()

@@ -53,7 +53,8 @@ class CbfcRx(wiring.Component):
 
     Latency (:attr:`LATENCY`): a frame whose last beat arrives on ``i`` in cycle *t* offers
     its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`); on a VC of
-    ``pass_vcs`` every beat is offered 2 cycles after it arrived (:attr:`PASS_LATENCY`).
+    ``pass_vcs`` a beat is offered 1 cycle after it arrived (:attr:`PASS_LATENCY`) while the
+    consumer keeps up.
     Throughput: one beat per cycle in; each VC's output one beat per cycle.
 
     Members
@@ -73,13 +74,15 @@ class CbfcRx(wiring.Component):
     received, freed, limit, occupancy : Out(ArrayLayout(20, vcs))
     count : Out(Counters)
         Per VC: ``frames_received`` (stored), ``overruns`` (frames dropped for lack of room,
-        or longer than any frame the MAC passes), ``occupancy_high`` (most credits
-        ever held); ``bad_vc`` (frames of a VC ≥ ``vcs``); the credit receiver's
+        or longer than any frame the MAC passes), ``passed_bad`` (only when ``pass_vcs`` is
+        not 0, counting on those VCs: frames ended with ``user.error`` after their consumer
+        had begun them — found bad by the link layer, or dropped), ``occupancy_high`` (most
+        credits ever held); ``bad_vc`` (frames of a VC ≥ ``vcs``); the credit receiver's
         ``updates_sent``, ``syncs_received``, ``leaked_credits``, ``bogus_syncs``.
     """
     VC_COUNTERS = ("frames_received", "overruns", "occupancy_high")
     LATENCY = 2
-    PASS_LATENCY = 2
+    PASS_LATENCY = 1
 
     def __init__(self, vcs, *, credit_size=64, buffer_octets=8192, credits=None,
                  update_threshold=0, update_period=1024, counter_init=0, pass_vcs=0):
@@ -104,13 +107,14 @@ class CbfcRx(wiring.Component):
             "lcw_tx": Out(LcwStream()),
             **{name: Out(ArrayLayout(CREDIT_BITS, vcs))
                for name in ("received", "freed", "limit", "occupancy")},
-            "count": Out(self.counters(vcs)),
+            "count": Out(self.counters(vcs, passing=bool(pass_vcs))),
         })
 
     @classmethod
-    def counters(cls, vcs):
-        """The counters of a receiver of ``vcs`` VCs."""
-        return merge_counters(Counters(["bad_vc"], arrays={name: vcs for name in cls.VC_COUNTERS}),
+    def counters(cls, vcs, passing=False):
+        """The counters of a receiver of ``vcs`` VCs (``passing``: some VCs pass frames on)."""
+        names = cls.VC_COUNTERS + (("passed_bad",) if passing else ())
+        return merge_counters(Counters(["bad_vc"], arrays={name: vcs for name in names}),
                               Counters(CreditReceiver.COUNTERS))
 
     def elaborate(self, platform):
@@ -158,6 +162,8 @@ class CbfcRx(wiring.Component):
                                                         buffer.dropped_cost))]
             counters.frames_received[v].increment(m, buffer.stored)
             counters.overruns[v].increment(m, buffer.dropped)
+            if self.pass_vcs >> v & 1:
+                counters.passed_bad[v].increment(m, buffer.ended_bad)
             counters.occupancy_high[v].track_max(m, credits.occupancy[v])
 
         turn = Signal(range(max(n, 2)))

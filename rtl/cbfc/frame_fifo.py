@@ -41,8 +41,10 @@ class FrameFifo(wiring.Component):
     nothing is ``stored`` or ``dropped`` (a frame the link layer found bad after passing it on
     cut-through, spec v1.1 §7; it is resent and stored then).
 
-    With ``cut_through`` every frame is visible at ``o`` from its first beat, which is offered
-    2 cycles after it was taken; ``o`` then waits inside a frame for beats ``i`` has not
+    With ``cut_through`` every frame is visible at ``o`` from its first beat: a beat is offered
+    the cycle after it was taken when the reader has caught up with the writer (it goes
+    straight into the output register), else 2 cycles after it was written (out of the block
+    RAM); ``o`` then waits inside a frame for beats ``i`` has not
     delivered yet, and carries a verdict (:class:`~ethlink.rtl.stream.VerdictPacketLayout`).
     A frame rolled back or dropped (``abort``, too long, no room) whose first beat has not
     been read yet vanishes as in store and forward; one the reader has begun is ended on
@@ -69,10 +71,13 @@ class FrameFifo(wiring.Component):
         Cost of the oldest stored frame (the one ``o`` offers or is sending).
     popped, popped_cost : Out(1), Out(COST_BITS)
         The last beat of a stored frame left on ``o`` (strobe), and that frame's cost.
+    ended_bad : Out(1)
+        Only with ``cut_through``: a frame the reader had begun was rolled back or dropped; it
+        is ended on ``o`` with ``user.error`` (strobe).
 
     Latency: the first beat of a frame is offered on ``o`` 2 cycles after its last beat was
-    taken on ``i`` (store and forward), or 2 cycles after its first beat was taken when it cuts
-    through. Throughput: one beat per cycle in and out.
+    taken on ``i`` (store and forward), or 1 cycle after its first beat was taken when it cuts
+    through into an idle output. Throughput: one beat per cycle in and out.
     """
     def __init__(self, *, words, frames, credit_size, drop_when_full, spare_slot=False,
                  cut_through=False):
@@ -96,6 +101,7 @@ class FrameFifo(wiring.Component):
             "head_cost": Out(COST_BITS),
             "popped": Out(1), "popped_cost": Out(COST_BITS),
             **({"use_spare": In(1)} if spare_slot else {}),
+            **({"ended_bad": Out(1)} if cut_through else {}),
         })
 
     def elaborate(self, platform):
@@ -184,8 +190,10 @@ class FrameFifo(wiring.Component):
             inside = (rd_ptr - commit)[:AW + 1] <= (wr_ptr - commit)[:AW + 1]
             begun = (rd_ptr != commit) & inside
             # A frame dropped now must not begin to leave in this cycle either.
+            m.d.comb += self.ended_bad.eq(drop_now & begun)
             sent_last = read_committed(m, rd, rd_ptr, Mux(drop_now, commit, wr_ptr), self.o,
-                                       abandon=drop_now & begun, restart=commit)
+                                       abandon=self.ended_bad, restart=commit,
+                                       through=(writing, wr.data))
         else:
             sent_last = read_committed(m, rd, rd_ptr, commit, self.o)
         m.d.comb += cost_head.addr.eq(cost_out[:FW])

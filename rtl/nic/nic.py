@@ -328,11 +328,11 @@ class Nic(wiring.Component):
     TX_LATENCY = 4
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
     #: (``m_axi_arvalid``): the frame off the line through the MAC (its last body beat 2
-    #: cycles after the ``/T/`` word, with the verdict) and the LLR (cut-through), CbfcRx 2
+    #: cycles after the ``/T/`` word, with the verdict) and the LLR (cut-through), CbfcRx 1
     #: (VC 0's buffer passes each beat on as it arrives, :attr:`RX_PASS_VCS`), the port merge
     #: 0, the target 3 from the beat that completes the TH (:attr:`LsTarget.LOAD_ISSUE_LATENCY`;
     #: it acts on the verdict on that same beat, so no read is made for a bad frame).
-    RX_LATENCY = 11
+    RX_LATENCY = 10
     #: The VCs whose receive buffers pass a frame on as it arrives (:class:`CbfcRx`
     #: ``pass_vcs``): L/S requests and responses, whose engines drop a frame that ends bad
     #: (the L/S target before it touches memory). RDMA's buffers hold a frame until it is
