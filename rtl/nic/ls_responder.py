@@ -602,8 +602,9 @@ class LsTarget(wiring.Component):
         frames out.
     hint : Out(PathRequest(reachable=False))
         The ``dst`` and ``entropy`` of a response (the request's ``src`` and ``entropy``)
-        in the cycle its request's header is taken, before the response's first beat (for a
-        lookup of its port ahead, :class:`~ethlink.rtl.nic.nic.FrameSteer`).
+        the cycle after its request's header is taken, at least 3 cycles before the
+        response's first beat (for a lookup of its port ahead,
+        :class:`~ethlink.rtl.nic.nic.FrameSteer`).
     m_axi, csr, count : those of :class:`LsResponder`; ``count.rx`` are the parser's.
 
     Latency (cycles, asserted by the tests): :attr:`LOAD_ISSUE_LATENCY`,
@@ -640,8 +641,10 @@ class LsTarget(wiring.Component):
         m.submodules.deparser = deparser = self._deparser
         wiring.connect(m, wiring.flipped(self.i), parser.i)
         wiring.connect(m, parser.header, responder.header)
+        # Registered: the response leaves at least 4 cycles after its request's header, and the
+        # lookup's path starts here rather than at the parser's header queue.
         request = parser.header.payload.oefh
-        m.d.comb += [self.hint.valid.eq(parser.header.valid & parser.header.ready),
+        m.d.sync += [self.hint.valid.eq(parser.header.valid & parser.header.ready),
                      self.hint.dst.eq(request.src), self.hint.entropy.eq(request.entropy)]
         wiring.connect(m, parser.o, responder.i)
         wiring.connect(m, responder.rsp_header, deparser.header)
