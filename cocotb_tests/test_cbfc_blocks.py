@@ -6,7 +6,6 @@ overruns its buffer, a frame longer than any the MAC passes)."""
 import random
 
 from amaranth.hdl import Elaboratable, Module, Signal
-from amaranth.sim import Simulator
 
 from ethlink.rtl.cbfc.cbfc_rx import CbfcRx
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
@@ -244,12 +243,7 @@ def test_cbfc_tx_resteer():
         assert frames["o"][2:] == small, "re-queued frames lost their order"
         done["ok"] = True
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_process(clock.process)
-    sim.add_process(seen.process)
-    sim.add_testbench(bench)
-    sim.run()
+    run(top, clock, bench, watchers=[seen.process])
     assert done
 
 
@@ -323,13 +317,7 @@ def test_cbfc_rx_rollback():
         assert k == len(out), f"frame {k} of {len(out)} out was never sent (or out of order)"
         return dropped, too_long
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(clock.process)
-    sim.add_process(seen.process)
-    sim.add_testbench(consumer, background=True)
-    sim.add_testbench(bench)
-    sim.run()
+    run(dut, clock, bench, consumer, watchers=[seen.process])
     assert done
 
 
@@ -416,11 +404,5 @@ def test_cbfc_rx_pass_through():
         assert k == len(out), f"output {k} of {len(out)} is no frame sent (or out of order)"
         return dropped, too_long, ended_bad
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(clock.process)
-    sim.add_process(collect)
-    sim.add_testbench(consumer, background=True)
-    sim.add_testbench(bench)
-    sim.run()
+    run(dut, clock, bench, consumer, watchers=[collect])
     assert done

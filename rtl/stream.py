@@ -24,7 +24,7 @@ from amaranth.lib import data, stream
 from .params import OneOf, Param
 
 __all__ = ["PacketLayout", "PacketStream", "VerdictPacketLayout", "VerdictPacketStream",
-           "connect_packets", "SUPPORTED_BEAT_OCTETS", "BEAT_OCTETS", "keep_count",
+           "packet_fields", "connect_packets", "SUPPORTED_BEAT_OCTETS", "BEAT_OCTETS", "keep_count",
            "count_to_keep"]
 
 #: Beat widths the packet datapath is built and verified for.
@@ -67,6 +67,13 @@ def VerdictPacketStream(octets, *, always_ready=False):
     return stream.Signature(VerdictPacketLayout(octets), always_ready=always_ready)
 
 
+def packet_fields(sink, source):
+    """Assignments of the :class:`PacketLayout` members (``data``, ``keep``, ``first``,
+    ``last``) of beat ``source`` to beat ``sink``, whatever else either carries."""
+    return [getattr(sink, name).eq(getattr(source, name))
+            for name in ("data", "keep", "first", "last")]
+
+
 def connect_packets(m, source, sink):
     """Connect packet stream ``source`` to ``sink`` where only one of them may carry a
     verdict (:class:`VerdictPacketLayout`): ``valid`` and ``payload`` go from ``source`` to
@@ -75,9 +82,8 @@ def connect_packets(m, source, sink):
     ``keep``, ``first`` and ``last`` pass: a sink's ``user.error`` stays 0, a source's is not
     read (connect only a source that never ends a packet bad, such as a store-and-forward
     buffer)."""
-    m.d.comb += [sink.valid.eq(source.valid), source.ready.eq(sink.ready)]
-    for name in ("data", "keep", "first", "last"):
-        m.d.comb += getattr(sink.payload, name).eq(getattr(source.payload, name))
+    m.d.comb += [sink.valid.eq(source.valid), source.ready.eq(sink.ready),
+                 *packet_fields(sink.payload, source.payload)]
 
 
 def keep_count(keep, octets):

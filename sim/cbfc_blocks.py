@@ -77,12 +77,15 @@ async def lcw(ctx, port, lcw_type, vc, credits):
     ctx.set(port.valid, 0)
 
 
-def run(dut, clock, bench, *background):
+def run(dut, clock, bench, *background, watchers=()):
     """Simulate ``dut`` with ``clock``'s process until ``bench`` returns; ``background``
-    testbenches (endless models of the block's surroundings) run beside it."""
+    testbenches (endless models of the block's surroundings) run beside it, and ``watchers``
+    (processes that sample the block every cycle, like ``clock``'s)."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_process(clock.process)
+    for watcher in watchers:
+        sim.add_process(watcher)
     sim.add_testbench(bench)
     for model in background:
         sim.add_testbench(model, background=True)

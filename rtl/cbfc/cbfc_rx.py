@@ -162,7 +162,7 @@ class CbfcRx(wiring.Component):
                                                         buffer.dropped_cost))]
             counters.frames_received[v].increment(m, buffer.stored)
             counters.overruns[v].increment(m, buffer.dropped)
-            if self.pass_vcs >> v & 1:
+            if buffer.cut_through:
                 counters.passed_bad[v].increment(m, buffer.ended_bad)
             counters.occupancy_high[v].track_max(m, credits.occupancy[v])
 

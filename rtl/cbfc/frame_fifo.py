@@ -44,8 +44,8 @@ class FrameFifo(wiring.Component):
     With ``cut_through`` every frame is visible at ``o`` from its first beat: a beat is offered
     the cycle after it was taken when the reader has caught up with the writer (it goes
     straight into the output register), else 2 cycles after it was written (out of the block
-    RAM); ``o`` then waits inside a frame for beats ``i`` has not
-    delivered yet, and carries a verdict (:class:`~ethlink.rtl.stream.VerdictPacketLayout`).
+    RAM); ``o`` then waits inside a frame for beats ``i`` has not delivered yet, and carries a
+    verdict (:class:`~ethlink.rtl.stream.VerdictPacketLayout`).
     A frame rolled back or dropped (``abort``, too long, no room) whose first beat has not
     been read yet vanishes as in store and forward; one the reader has begun is ended on
     ``o`` by a beat with ``user.error`` (and ``keep = 0``) after the beats already read, and

@@ -21,7 +21,7 @@ from ..nic.rdma_requester import RdmaRequester
 from ..nic.rdma_target import RdmaTarget
 from ..nic.windows import WINDOWS
 from ..params import parameters
-from ..stream import PacketStream, BEAT_OCTETS, connect_packets
+from ..stream import PacketStream, BEAT_OCTETS, connect_packets, packet_fields
 from ..wire import ENDPOINT_BITS, HeaderLayout, OEFH, lanes_to_value
 
 __all__ = ["ForwardingLoopback", "EngineLoopback", "LsLoopback", "RdmaLoopback"]
@@ -135,8 +135,7 @@ class EngineLoopback(wiring.Component):
         dst = OEFH.layout(lanes_to_value(beat.data[:8 * OEFH.octets], OEFH.octets)).dst
         m.d.comb += drop_now.eq(Mux(beat.first, dst == self.drop_dst, dropping))
         m.d.comb += [
-            *(getattr(tgt.i.payload, name).eq(getattr(beat, name))
-              for name in ("data", "keep", "first", "last")),
+            *packet_fields(tgt.i.payload, beat),
             tgt.i.valid.eq(req.o.valid & ~drop_now),
             req.o.ready.eq(tgt.i.ready | drop_now),
         ]
