@@ -22,10 +22,11 @@ KEYS = ("target_load_issue_cycles", "target_store_issue_cycles", "target_load_re
 
 #: RDMA payload octets per cycle each way that count as the DMA engines running flat out. The
 #: two ports' lines could carry 2 × 256/38 = 13.5 each way (a 256-octet WRITE packet is 303
-#: octets, 38 words, on a line: start word, 278 of frame, FCS, /T/, gap), but a NIC's frames
-#: all leave through one merge of one 8-octet beat a cycle (docs/nic.md §8), which a 278-octet
-#: packet holds 35 cycles: at most 256/35 = 7.3 each way. The engine alone waits for memory
-#: between packets (5.9 for 1 KiB messages, docs/rdma.md). 5.5 is 75 % of the merge's 7.3.
+#: octets, 38 words, on a line: start word, 278 of frame, FCS, /T/, gap), but a NIC's RDMA
+#: frames all leave through one transmit path of one 8-octet beat a cycle (docs/nic.md §8),
+#: which a 278-octet packet holds 35 cycles: at most 256/35 = 7.3 each way. The engine alone
+#: waits for memory between packets (5.9 for 1 KiB messages, docs/rdma.md). 5.5 is 75 % of
+#: the path's 7.3.
 RDMA_FLAT_OUT = 5.5
 
 

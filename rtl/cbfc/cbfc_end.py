@@ -21,6 +21,7 @@ from ..counters import Counters, merge_counters
 from ..link.control import LcwArbiter
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link.link_end import LinkEnd, link_controls, link_counters
+from ..link.llr_tx import AHEAD_WORDS
 from ..params import IntRange, Param, parameters
 from ..stream import PacketStream, VerdictPacketStream
 from .cbfc_rx import CbfcRx
@@ -31,6 +32,11 @@ __all__ = ["CbfcEnd"]
 
 #: The LLR's totals the CBFC layer counts per VC instead (a CBFC end shows those).
 _PER_VC = ("frames_sent", "frames_received")
+
+#: Words a CBFC end lets its LLR hold ahead of the wire before the VC arbiter grants the next
+#: frame (:class:`LlrTx` ``ahead_words``): enough for the grant, the write and the read to
+#: reach the MAC before the line runs dry (docs/cbfc.md, "Arbiter").
+TX_AHEAD_WORDS = 6
 #: The credit state a CBFC end shows, per VC.
 _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_received",
                  "credits_freed", "rx_limit", "rx_occupancy")
@@ -46,7 +52,12 @@ _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_rec
                                    "0: credits / 8", IntRange(0, 1 << 15)),
             update_period=UPDATE_PERIOD, sync_period=SYNC_PERIOD,
             rx_pass_vcs=Param("mask of the VCs whose receive buffer passes a frame on as it "
-                              "arrives (CbfcRx pass_vcs)", IntRange(0, 255)))
+                              "arrives (CbfcRx pass_vcs)", IntRange(0, 255)),
+            urgent_vcs=Param("mask of the VCs the transmit arbiter serves first (CbfcTx "
+                             "urgent_vcs)", IntRange(0, 255)),
+            urgent_burst=Param("urgent frames granted in a row before another VC waiting "
+                               "gets one", IntRange(1, 255)),
+            tx_ahead_words=AHEAD_WORDS)
 class CbfcEnd(wiring.Component):
     """A link end that never drops a frame for lack of buffer: :class:`CbfcTx` and
     :class:`CbfcRx` over a :class:`~ethlink.rtl.link.link_end.LinkEnd`.
@@ -60,7 +71,8 @@ class CbfcEnd(wiring.Component):
     length skip an empty transmit queue (:class:`CbfcTx`; its gaps, if any, are filled by the
     MAC with LCWs, which needs ``lcw_in_frame``); ``rx_pass_vcs`` (a mask) makes the receive
     buffers of those VCs pass a frame on as it arrives, its verdict on its last beat
-    (:class:`CbfcRx` ``pass_vcs``).
+    (:class:`CbfcRx` ``pass_vcs``); ``urgent_vcs`` (a mask) and ``urgent_burst`` give those
+    VCs the transmit arbiter first, with a bound for the others (:class:`CbfcTx`).
 
     Members
     -------
@@ -97,14 +109,16 @@ class CbfcEnd(wiring.Component):
     """
     def __init__(self, *, vcs=4, credit_size=64, tx_vc_octets=8192, rx_vc_octets=8192,
                  rx_vc_credits=0, update_threshold=0, update_period=1024, sync_period=4096,
-                 resteer=False, bypass=False, rx_pass_vcs=0, **link_params):
+                 resteer=False, bypass=False, rx_pass_vcs=0, urgent_vcs=0, urgent_burst=2,
+                 tx_ahead_words=TX_AHEAD_WORDS, **link_params):
         self.vcs = vcs
-        self.link_params = link_params
+        self.link_params = {**link_params, "tx_ahead_words": tx_ahead_words}
         self._tx = dict(credit_size=credit_size, queue_octets=tx_vc_octets,
                         sync_period=sync_period,
                         llr_frames=link_params.get("buffer_frames",
                                                    LinkEnd.PARAMETERS["buffer_frames"][0]),
-                        resteer=resteer, bypass=bypass)
+                        resteer=resteer, bypass=bypass, urgent_vcs=urgent_vcs,
+                        urgent_burst=urgent_burst)
         self._resteer = resteer
         self._rx = dict(credit_size=credit_size, buffer_octets=rx_vc_octets,
                         credits=rx_vc_credits or None,

@@ -41,7 +41,8 @@ class CbfcRx(wiring.Component):
       for it. ``i`` never waits: a VC buffer has room for
       everything the sender was allowed to send. A frame that does not
       fit (only a sender ignoring its credits can cause it) is dropped and counted
-      (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``).
+      (``count_overruns``); so is a frame of a VC ≥ ``vcs`` (``count_bad_vc``, counted when
+      the frame ends good).
     * **Credits.** ``credits`` credits per VC (default: the whole buffer, ``buffer_octets /
       credit_size``) are advertised (:class:`CreditReceiver`). A frame's credits are freed
       when its last beat leaves on ``o[v]``; frees of several VCs in one cycle are queued
@@ -147,7 +148,10 @@ class CbfcRx(wiring.Component):
         m.d.comb += vc_now.eq(Mux(in_frame, cur, oefh_vc(beat.data)))
         with m.If(self.i.valid):
             m.d.sync += [in_frame.eq(~beat.last), cur.eq(vc_now)]
-        counters.bad_vc.increment(m, self.i.valid & ~in_frame & (vc_now >= n))
+        # Counted at the frame's end, and only if it is good: a bit error in the OEFH of a
+        # frame that fails its check is the MAC's count, not a sender's bad VC.
+        counters.bad_vc.increment(m, self.i.valid & beat.last & ~beat.user.error
+                                  & (vc_now >= n))
         for v, buffer in enumerate(buffers):
             m.d.comb += [buffer.i.valid.eq(self.i.valid & (vc_now == v)),
                          buffer.i.payload.data.eq(beat.data), buffer.i.payload.keep.eq(beat.keep),

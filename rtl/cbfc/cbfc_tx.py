@@ -12,7 +12,7 @@ from ..buffer import FRAME_QUEUE_OCTETS
 from ..compose import forward
 from ..counters import CounterBank, Counters, merge_counters
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS
-from ..params import check_power_of_two
+from ..params import check_int_range, check_power_of_two
 from ..stream import PacketStream, count_to_keep, keep_count
 from ..wire import OEFH, Opcode, LsSize, ls_payload_octets, th_octets
 from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PERIOD, VCS,
@@ -107,6 +107,13 @@ class CbfcTx(wiring.Component):
       first beat leaves on ``o`` one cycle after the decision, and the next decision is made
       after the last beat (one idle cycle between frames, which the MAC's start word and gap
       absorb: the line rate is unaffected).
+    * **Urgent VCs** (``urgent_vcs``, a mask). A VC of the mask with a frame ready wins over
+      the others (round robin among the urgent VCs, and among the others): a latency-critical
+      frame waits for the frame on the line, never for frames of other VCs queued before it
+      (the NIC marks its L/S VCs so, RDMA beside them). So that the others are never starved,
+      after ``urgent_burst`` urgent frames granted in a row while another VC had a frame
+      ready, the next grant goes to one of those (the others get at least one grant in
+      ``urgent_burst + 1``). With no mask (or all VCs in it), plain round robin.
     * **Bypass** (``bypass=True``). A frame whose length its first beat tells (the L/S
       opcodes, RDMA READ_REQ and ACK: :data:`HEAD_KNOWN_OPCODES`; spec §7 v1.1), offered on
       ``i[v]`` while queue *v* holds nothing, competes in the same round robin with its cost
@@ -167,7 +174,8 @@ class CbfcTx(wiring.Component):
     BYPASS_LATENCY = 0
 
     def __init__(self, vcs, *, credit_size=64, queue_octets=8192, sync_period=4096,
-                 llr_frames=64, counter_init=0, resteer=False, bypass=False):
+                 llr_frames=64, counter_init=0, resteer=False, bypass=False, urgent_vcs=0,
+                 urgent_burst=2):
         self.vcs = VCS.validate("vcs", vcs)
         self.credit_size = CREDIT_SIZE.validate("credit_size", credit_size)
         self.queue_words = FRAME_QUEUE_OCTETS.validate("queue_octets",
@@ -177,6 +185,8 @@ class CbfcTx(wiring.Component):
         self.counter_init = counter_init
         self._resteer = resteer
         self._bypass = bypass
+        self.urgent_vcs = check_int_range("urgent_vcs", urgent_vcs, 0, (1 << vcs) - 1)
+        self.urgent_burst = check_int_range("urgent_burst", urgent_burst, 1, 255)
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)).array(vcs),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
@@ -263,14 +273,16 @@ class CbfcTx(wiring.Component):
         cur = Signal(range(max(n, 2)))
         rr = Signal(range(max(n, 2)))
         candidates = Signal(n)
-        # A bypass needs the LLR to take the first beat at once: the grant is the transfer.
-        m.d.comb += candidates.eq((~empty | (eligible & self.o.ready.replicate(n)))
-                                  & credits.ok)
-        any_ready, pick = rotate_pick(m, candidates, rr, n, "vc")
-        grant = ~busy & any_ready & ~flight_full
+        # A frame is chosen only when the LLR takes a new frame, as late as the line allows
+        # (its ``ahead_words``); a bypass needs that anyway: its grant is the transfer.
+        m.d.comb += candidates.eq((~empty | eligible) & self.o.ready.replicate(n) & credits.ok)
+        grant = Signal()
+        any_ready, pick = self._pick(m, candidates, rr, grant)
+        allowed = ~busy & any_ready & ~flight_full
         if self._resteer:
             halted = Signal()
-            grant = grant & ~halted
+            allowed = allowed & ~halted
+        m.d.comb += grant.eq(allowed)
         picked_empty = Signal()
         m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
                      push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
@@ -281,6 +293,7 @@ class CbfcTx(wiring.Component):
         with m.If(grant):
             m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick), w_ptr.eq(w_ptr + 1),
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
+
 
         # A bypassing frame is checked against the length its TH announced: one longer is cut
         # an octet short of it (so the receiver finds it malformed and drops it, spec §7) and
@@ -336,6 +349,27 @@ class CbfcTx(wiring.Component):
                      self.settled.eq(credits.settled)]
         forward(m, self.count, credits.count)
         return m
+
+    def _pick(self, m, candidates, rr, grant):
+        """The arbiter's choice among ``candidates`` (round robin from ``rr``, the urgent VCs
+        first; see the class docstring): ``(any, vc)``; ``grant`` says it was taken."""
+        n, mask = self.vcs, self.urgent_vcs
+        if mask in (0, (1 << n) - 1):
+            return rotate_pick(m, candidates, rr, n, "vc")
+        urgent, others = candidates & mask, candidates & ~Const(mask, n)
+        any_urgent, pick_urgent = rotate_pick(m, urgent, rr, n, "urgent")
+        any_other, pick_other = rotate_pick(m, others, rr, n, "other")
+        # Urgent frames granted in a row while another VC had one ready: at the bound, the
+        # next grant goes to the others.
+        run = Signal(range(self.urgent_burst + 1))
+        take_urgent = any_urgent & ~(any_other & (run == self.urgent_burst))
+        pick = Signal.like(pick_urgent)
+        m.d.comb += pick.eq(Mux(take_urgent, pick_urgent, pick_other))
+        with m.If(grant & ~take_urgent):
+            m.d.sync += run.eq(0)
+        with m.Elif(grant & any_other & (run != self.urgent_burst)):
+            m.d.sync += run.eq(run + 1)
+        return any_urgent | any_other, pick
 
     def _purge(self, m, queues, busy, diverted):
         """Pause and purge (see the class docstring); returns the signal that stops grants."""

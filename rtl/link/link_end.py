@@ -23,7 +23,7 @@ from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
 from .layouts import (CutFrameStream, LcwEvents, LcwStream, MAC_BEAT_OCTETS, SEQ_BITS, xgmii_rx,
                       xgmii_tx)
 from .llr_rx import LlrRx, RxState, ACK_EVERY, ACK_TIMER, RX_CUT_THROUGH
-from .llr_tx import LlrTx, TxState, TIMER_BITS, BUFFER_FRAMES, REPLAY_MAX
+from .llr_tx import LlrTx, TxState, TIMER_BITS, AHEAD_WORDS, BUFFER_FRAMES, REPLAY_MAX
 from .mac_rx import MacRx
 from .mac_tx import MacTx, IFG, LCW_IN_FRAME
 
@@ -64,13 +64,14 @@ def link_management():
 
 @parameters(buffer_octets=FRAME_BUFFER_OCTETS, buffer_frames=BUFFER_FRAMES,
             rx_buffer_octets=FRAME_BUFFER_OCTETS, rx_cut_through=RX_CUT_THROUGH,
-            replay_max=REPLAY_MAX, ack_every=ACK_EVERY, ack_timer=ACK_TIMER,
+            replay_max=REPLAY_MAX, tx_ahead_words=AHEAD_WORDS, ack_every=ACK_EVERY,
+            ack_timer=ACK_TIMER,
             ping_interval=PING_INTERVAL, ifg=IFG, lcw_in_frame=LCW_IN_FRAME)
 class LinkEnd(wiring.Component):
     """The link layer of one port: frames in and out on packet streams, XGMII on the line side.
 
     Parameters are those of :class:`LlrTx` (``buffer_octets``, ``buffer_frames``,
-    ``replay_max``), :class:`LlrRx` (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``,
+    ``replay_max``, ``tx_ahead_words`` = its ``ahead_words``), :class:`LlrRx` (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``,
     ``ack_timer``),
     :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``).
 
@@ -110,11 +111,11 @@ class LinkEnd(wiring.Component):
     by ``ethlink bench link``.
     """
     def __init__(self, *, buffer_octets=16384, buffer_frames=64, rx_buffer_octets=8192,
-                 rx_cut_through=0, replay_max=8, ack_every=8, ack_timer=128,
+                 rx_cut_through=0, replay_max=8, tx_ahead_words=0, ack_every=8, ack_timer=128,
                  ping_interval=1024, ifg=12, lcw_in_frame=1):
         self.params = dict(buffer_octets=buffer_octets, buffer_frames=buffer_frames,
                            rx_buffer_octets=rx_buffer_octets, rx_cut_through=rx_cut_through,
-                           replay_max=replay_max,
+                           replay_max=replay_max, tx_ahead_words=tx_ahead_words,
                            ack_every=ack_every, ack_timer=ack_timer,
                            ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame)
         #: Frame bodies in and out: what a pair's harness drives.
@@ -137,7 +138,7 @@ class LinkEnd(wiring.Component):
         m = Module()
         p = self.params
         m.submodules.llr_tx = llr_tx = LlrTx(p["buffer_octets"], p["buffer_frames"],
-                                             p["replay_max"])
+                                             p["replay_max"], p["tx_ahead_words"])
         fill = bool(p["lcw_in_frame"])
         m.submodules.mac_tx = mac_tx = MacTx(ifg=p["ifg"], lcw_in_frame=p["lcw_in_frame"],
                                              fill=fill)

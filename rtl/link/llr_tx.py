@@ -22,7 +22,8 @@ from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType
 from .layouts import LcwEvents, LcwStream, MacTxFrameLayout, MAC_BEAT_OCTETS, SEQ_BITS
 
-__all__ = ["LlrTx", "TxState", "REPLAY_MAX", "BUFFER_FRAMES", "DEFAULT_REPLAY_TIMEOUT",
+__all__ = ["LlrTx", "TxState", "REPLAY_MAX", "BUFFER_FRAMES", "AHEAD_WORDS",
+           "DEFAULT_REPLAY_TIMEOUT",
            "AUTO_TIMEOUT_MARGIN", "TIMER_BITS", "seq_in_window", "ReplayWriter",
            "ReplayOccupancy", "ReplayReader", "ReplayControl", "LlrTxPhase"]
 #: Replay timer while the round trip is not known yet (``replay_timeout`` = 0, no PONG yet).
@@ -59,8 +60,13 @@ def seq_in_window(seq, low, high):
                                              else (high - low)[:SEQ_BITS])
 
 
+#: Words written into the replay buffer and not yet read beyond which a new frame waits.
+AHEAD_WORDS = Param("words committed ahead of the wire before a new frame waits (0: no limit)",
+                    IntRange(0, 1 << 12))
+
+
 @parameters(buffer_octets=FRAME_BUFFER_OCTETS, buffer_frames=BUFFER_FRAMES,
-            replay_max=REPLAY_MAX)
+            replay_max=REPLAY_MAX, ahead_words=AHEAD_WORDS)
 class LlrTx(wiring.Component):
     """Sequence, buffer, send and replay the frames of one link direction (spec §7).
 
@@ -75,6 +81,13 @@ class LlrTx(wiring.Component):
     * **Space.** A new frame is taken only when fewer than ``buffer_frames`` − 1 frames are
       held and at least one longest frame (:data:`MAX_FRAME_WORDS` words) + 1 word is free (the
       check is registered, one cycle old), so a frame once started is never stalled for room.
+    * **Ahead of the wire** (``ahead_words`` > 0). A new frame is taken only while at most
+      ``ahead_words`` words written are not yet read (checked a cycle before, like the
+      space): what is committed ahead of the line is the frame on the wire and no more than
+      the next frame's first words, so the layer above (CBFC's VC arbiter) picks the next
+      frame as late as the line allows and a latency-critical frame never waits behind a
+      queue of others already in the buffer. In a replay nothing new is taken until the
+      reader is back among the new words. 0: a frame is taken whenever there is space.
     * **ACK** ``n`` (in window) frees every frame up to ``n``. **NACK** ``n`` (in window) frees
       them too and replays from ``n + 1``: the frame on the wire, if any, is cut by ``abort``
       (:class:`MacTx` ends it with ``/E/``) and the first replayed frame follows; but a NACK
@@ -143,10 +156,11 @@ class LlrTx(wiring.Component):
                 "acks_received", "out_of_window", "timeouts", "flushes", "flushed_frames",
                 "inits_sent", "buffer_words_high", "buffer_frames_high", "voided_frames")
 
-    def __init__(self, buffer_octets=16384, buffer_frames=64, replay_max=8):
+    def __init__(self, buffer_octets=16384, buffer_frames=64, replay_max=8, ahead_words=0):
         self.buffer_words = buffer_octets // MAC_BEAT_OCTETS
         self.buffer_frames = buffer_frames
         self.replay_max = replay_max
+        self.ahead_words = ahead_words
         super().__init__({
             "i": In(PacketStream(MAC_BEAT_OCTETS)),
             "i_void": In(1),
@@ -201,9 +215,15 @@ class LlrTx(wiring.Component):
         broadcast(m, self.lcw_rx, control.lcw_rx, phase.lcw_rx)
         wiring.connect(m, phase.lcw_tx, wiring.flipped(self.lcw_tx))
 
+        # Ahead of the wire: a new frame is taken only while few words wait to be read, so
+        # the layer above chooses its next frame as late as the line allows (registered,
+        # like ``room``).
+        ahead_ok = Signal(init=1)
+        if self.ahead_words:
+            m.d.sync += ahead_ok.eq(reader.backlog <= self.ahead_words)
         m.d.comb += [
             writer.i_void.eq(self.i_void),
-            writer.room.eq(occupancy.room),
+            writer.room.eq(occupancy.room & ahead_ok),
             writer.hold.eq(reader.draining),
             occupancy.head.eq(control.head),
             reader.phase.eq(phase.phase),
@@ -462,6 +482,9 @@ class ReplayReader(wiring.Component):
     jump : In(Jump)
     send, sent_hi : Out(20)
         Next frame to read; one past the newest frame ever started.
+    backlog : Out(words bits)
+        Words written and not read yet: the new words ahead of the wire, or, in a replay,
+        everything from the replay point on (combinational).
     replaying : Out(1)
         The frame being sent (or next) is a resend.
     resending : Out(1)
@@ -492,6 +515,7 @@ class ReplayReader(wiring.Component):
             "jump": In(Jump()),
             "send": Out(SEQ_BITS),
             "sent_hi": Out(SEQ_BITS),
+            "backlog": Out(aw),
             "replaying": Out(1),
             "resending": Out(1),
             "draining": Out(1),
@@ -608,6 +632,7 @@ class ReplayReader(wiring.Component):
         m.d.comb += [
             self.send.eq(send),
             self.sent_hi.eq(sent_hi),
+            self.backlog.eq((wr_addr - rd_addr)[:AW]),
             self.replaying.eq((send != sent_hi) & ~fresh),
             self.resending.eq(~rd_first & (send != sent_hi) & ~fresh),
             self.draining.eq(drain),

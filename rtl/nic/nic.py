@@ -6,10 +6,10 @@ are reachable and up), §10 (SEN received per port), §11.
 
 ::
 
-    m_axi ◀─▶ LsTarget.o ─────────┐                    ┌─▶ port 0: CbfcEnd i[0…3]  ─▶ txd0
-    m_axi_rdma ◀─▶ RdmaTarget.o ──┤
-    GPU req ─▶ LsRequester.o ─────┼▶ PacketArbiter ▶ FrameSteer (port from Reachability)
-    GPU rdma.cmd ─▶ RdmaRequester.o┘                   └─▶ port n-1 …
+    m_axi ◀─▶ LsTarget.o ──────────┬▶ PacketArbiter ▶ FrameSteer ─┬▶ port 0: CbfcEnd i[0,1]
+    GPU req ─▶ LsRequester.o ──────┘   (port from Reachability i) └▶ port n-1 …   ─▶ txd0 …
+    m_axi_rdma ◀─▶ RdmaTarget.o ───┬▶ PacketArbiter ▶ FrameSteer ─┬▶ port 0: CbfcEnd i[2,3]
+    GPU rdma.cmd ─▶ RdmaRequester.o┘   (port from Reachability i1)└▶ port n-1 …
     m_axi ◀─── LsTarget.i ◀────── PacketArbiter ◀─ o[0] of every port   (L/S requests)
     GPU cpl ◀─ LsRequester.i ◀─── PacketArbiter ◀─ o[1] of every port   (L/S responses)
     m_axi_rdma ◀─ RdmaTarget.i ◀─ PacketArbiter ◀─ o[2] of every port   (RDMA requests)
@@ -17,14 +17,14 @@ are reachable and up), §10 (SEN received per port), §11.
                SEN LCWs received on port p ─▶ Reachability.lcw[p]; LLR up ─▶ links_up
 """
 
-from amaranth.hdl import Module, Signal, Cat, C
+from amaranth.hdl import Module, Signal, Cat, C, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import PacketArbiter
 from ..cbfc.cbfc_end import CbfcEnd
 from ..compose import forward
-from ..counters import CounterBank, Counters, merge_counters
+from ..counters import COUNTER_WIDTH, CounterBank, Counters, merge_counters
 from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link import TxState
 from ..params import parameters
@@ -53,10 +53,10 @@ class FrameSteer(wiring.Component):
     On a frame's first beat the block asks ``lookup`` for the port of its OEFH ``dst`` and
     ``entropy`` and holds the frame until the answer arrives on ``result`` (one lookup at a
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
-    then leaves whole on ``o[port][vc]``, its first beat in the answer's cycle. A frame no
-    port reaches (``result.none``) is dropped and counted (``count.unroutable``); one whose VC
-    has no queue (``vc >= vcs``) likewise (``count.bad_vc``): both are consumed at one beat
-    per cycle. The header of an unroutable frame (its first 16 octets as a
+    then leaves whole on ``o[port][vc - first_vc]``, its first beat in the answer's cycle (the
+    block serves VCs ``first_vc`` … ``first_vc + vcs - 1``). A frame no port reaches
+    (``result.none``) is dropped and counted (``count.unroutable``); one of another VC
+    likewise (``count.bad_vc``): both are consumed at one beat per cycle. The header of an unroutable frame (its first 16 octets as a
     :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an RDMA TH's opcode, flags and
     msg, the rest zero) is then offered on ``failed`` — for the requester to fail the
     operation at once (spec §9) — and the next frame waits until it is taken (the NIC's
@@ -83,9 +83,11 @@ class FrameSteer(wiring.Component):
     one beat per cycle within a frame, plus the lookup's cycles between frames (none after a
     lookup ahead).
     """
-    def __init__(self, ports, vcs=NIC_VCS, hints=0, lookup_latency=Reachability.LATENCY):
+    def __init__(self, ports, vcs=NIC_VCS, hints=0, lookup_latency=Reachability.LATENCY,
+                 first_vc=0):
         self.ports = PORTS.validate("ports", ports)
         self.vcs = vcs
+        self.first_vc = first_vc
         self.hints = hints
         self.lookup_latency = lookup_latency
         octets = MAC_BEAT_OCTETS
@@ -164,7 +166,12 @@ class FrameSteer(wiring.Component):
         # The answer arriving now, before it is kept.
         with m.If(good & (last["dst"] == oefh.dst) & (last["entropy"] == oefh.entropy)):
             m.d.comb += [hit.eq(1), hit_port.eq(result.port)]
-        return own[L], hit & ~changed & ~self.retry & (oefh.vc < self.vcs), hit_port
+        return own[L], hit & ~changed & ~self.retry & self._ours(oefh.vc), hit_port
+
+    def _ours(self, vc):
+        """``vc`` has an output here (``first_vc`` ≤ ``vc`` < ``first_vc + vcs``)."""
+        above = vc >= self.first_vc if self.first_vc else C(1, 1)
+        return above & (vc < self.first_vc + self.vcs)
 
     def elaborate(self, platform):
         m = Module()
@@ -179,7 +186,8 @@ class FrameSteer(wiring.Component):
         # A dropped frame's first beats, for ``failed``.
         first, second, unroutable_frame = Signal(), Signal(), Signal()
         head = Signal(8 * MAC_BEAT_OCTETS)
-        outputs = {(p, v): self.o[p][v] for p in range(self.ports) for v in range(self.vcs)}
+        outputs = {(p, self.first_vc + v): self.o[p][v]
+                   for p in range(self.ports) for v in range(self.vcs)}
 
         def forward(to_port, to_vc=vc):
             for (p, v), out in outputs.items():
@@ -209,7 +217,7 @@ class FrameSteer(wiring.Component):
                     m.d.sync += port.eq(result.port)
                     with m.If(self.retry):
                         m.next = "IDLE"
-                    with m.Elif(result.none | (vc >= self.vcs)):
+                    with m.Elif(result.none | ~self._ours(vc)):
                         unroutable.increment(m, result.none)
                         bad_vc.increment(m, ~result.none)
                         m.d.sync += [first.eq(1), second.eq(0),
@@ -256,7 +264,7 @@ def NicPortSignature(end, line=True):
                              "lcw_tx": In(LcwStream()), **end.management_members})
 
 
-@parameters(forward=CbfcEnd, exclude=("vcs", "rx_pass_vcs"),
+@parameters(forward=CbfcEnd, exclude=("vcs", "rx_pass_vcs", "urgent_vcs"),
             ports=PORTS, tags=TAGS, timeout_cycles=TIMEOUT_CYCLES, windows=WINDOWS,
             addr_width=ADDR_WIDTH, messages=MESSAGES, mtu=MTU, contexts=CONTEXTS)
 class Nic(wiring.Component):
@@ -266,20 +274,22 @@ class Nic(wiring.Component):
     (:class:`CbfcEnd`: MAC + LLR + CBFC; VC 0 L/S requests, 1 L/S responses, 2 RDMA requests,
     3 RDMA responses).
 
-    **Transmit.** Frames of the four engines are merged a frame at a time (round robin), and
+    **Transmit.** Two paths, so that L/S never waits behind RDMA before its port: the L/S
+    target's and requester's frames are merged a frame at a time (round robin) and a
     :class:`FrameSteer` sends each to the port that :class:`Reachability` picks for its
-    ``dst`` and ``entropy`` among the ports that reach ``dst`` and whose link is up (spec §9).
-    A frame no port reaches is dropped and counted (``count.unroutable``); its header goes
-    back to its requester (``FrameSteer.failed``), and the L/S request or the RDMA message it
-    belongs to completes with UNREACHABLE; a response so lost leaves the remote request to
-    time out. The merge is shared: an RDMA packet of ``mtu`` octets holds it for ``mtu / 8``
-    cycles, which an L/S request behind it waits.
+    ``dst`` and ``entropy`` among the ports that reach ``dst`` and whose link is up (spec §9);
+    the RDMA target's and requester's likewise, on a steer and a lookup port of their own.
+    At each port the transmit arbiter serves the L/S VCs first (:attr:`URGENT_VCS`), so an
+    L/S frame waits at most for the frame on the line. A frame no port reaches is dropped
+    and counted (``count.unroutable``, both paths); its header goes back to its requester
+    (``FrameSteer.failed``), and the L/S request or the RDMA message it belongs to completes
+    with UNREACHABLE; a response so lost leaves the remote request to time out.
 
     **Re-steering** (spec §10). When a port's path dies — a SEN taken on it saying an
     endpoint is unreachable there, or its link going down — the port grants no new frame from
-    that cycle, and once :class:`FrameSteer` is between frames the engines are held while the
-    frames wholly queued in the port's CBFC queues come back through :class:`FrameSteer` (in
-    their order, VC by VC) and are steered again (``count.purges``; docs/nic.md §8).
+    that cycle, and once both paths are between frames the engines are held while the frames
+    wholly queued in the port's CBFC queues come back through the L/S path's
+    :class:`FrameSteer` (in their order, VC by VC) and are steered again (``count.purges``; docs/nic.md §8).
 
     **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
     target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.
@@ -338,6 +348,10 @@ class Nic(wiring.Component):
     #: (the L/S target before it touches memory). RDMA's buffers hold a frame until it is
     #: judged.
     RX_PASS_VCS = (1 << VirtualChannel.LS_REQ) | (1 << VirtualChannel.LS_RSP)
+    #: The VCs each port's transmit arbiter serves before the others (:class:`CbfcTx`
+    #: ``urgent_vcs``; at least one RDMA frame in ``urgent_burst + 1`` under saturating L/S):
+    #: L/S requests and responses.
+    URGENT_VCS = (1 << VirtualChannel.LS_REQ) | (1 << VirtualChannel.LS_RSP)
     #: The NIC's own counters (beside its engines').
     COUNTERS = ("purges",)
 
@@ -350,7 +364,8 @@ class Nic(wiring.Component):
         self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
         self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
         self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True,
-                              rx_pass_vcs=self.RX_PASS_VCS, **port_params)
+                              rx_pass_vcs=self.RX_PASS_VCS, urgent_vcs=self.URGENT_VCS,
+                              **port_params)
                       for _ in range(ports)]
         target = self._target.signature.members
         rdma_req = self._rdma_requester.signature.members
@@ -384,9 +399,14 @@ class Nic(wiring.Component):
         m.submodules.target = tgt = self._target
         m.submodules.rdma_requester = rdma_req = self._rdma_requester
         m.submodules.rdma_target = rdma_tgt = self._rdma_target
-        m.submodules.reach = reach = Reachability(self.ports)
+        m.submodules.reach = reach = Reachability(self.ports, lookups=2)
+        # Two transmit paths, so that an L/S frame never waits behind an RDMA packet before
+        # its port: L/S (and the frames a purge steers again), and RDMA.
         m.submodules.steer = steer = FrameSteer(self.ports, hints=2)
-        m.submodules.tx_merge = tx_merge = PacketArbiter(4, MAC_BEAT_OCTETS)
+        m.submodules.rdma_steer = rdma_steer = FrameSteer(
+            self.ports, vcs=NIC_VCS - VirtualChannel.RDMA_REQ, first_vc=VirtualChannel.RDMA_REQ)
+        m.submodules.tx_merge = tx_merge = PacketArbiter(2, MAC_BEAT_OCTETS)
+        m.submodules.rdma_tx_merge = rdma_tx_merge = PacketArbiter(2, MAC_BEAT_OCTETS)
         rx_merge = []
         for v in range(NIC_VCS):
             m.submodules[f"rx_merge_vc{v}"] = merge = PacketArbiter(
@@ -406,26 +426,40 @@ class Nic(wiring.Component):
         wiring.connect(m, tgt.count, wiring.flipped(self.target_count))
         wiring.connect(m, rdma_req.count, wiring.flipped(self.rdma.count))
         wiring.connect(m, rdma_tgt.count, wiring.flipped(self.rdma.target_count))
-        for unit in (req, steer, reach):
+        for unit in (req, reach):
             forward(m, self.count, unit.count)
+        for name in FrameSteer.COUNTERS:
+            # Both paths' drops in one count, saturating like each of them.
+            total = Signal(COUNTER_WIDTH + 1, name=f"{name}_total")
+            m.d.comb += [total.eq(getattr(steer.count, name) + getattr(rdma_steer.count, name)),
+                         getattr(self.count, name).eq(Mux(total[-1], (1 << COUNTER_WIDTH) - 1,
+                                                          total[:-1]))]
         purges = CounterBank(m, self.count, skip=[name for name in self.count.signature.members
                                                   if name not in self.COUNTERS]).purges
 
-        # Transmit: responses and requests merged, then steered to a port.
-        for k, engine in enumerate((tgt, rdma_tgt, req, rdma_req)):
+        # Transmit: each path's responses and requests merged, then steered to a port.
+        for k, engine in enumerate((tgt, req)):
             wiring.connect(m, engine.o, tx_merge.i[k])
-        self._resteer(m, tx_merge.o, steer, reach, purges)
+        for k, engine in enumerate((rdma_tgt, rdma_req)):
+            wiring.connect(m, engine.o, rdma_tx_merge.i[k])
+        purging = self._resteer(m, (tx_merge.o, rdma_tx_merge.o), (steer, rdma_steer), reach,
+                                purges)
         # Ref: spec §9 — a request no port reaches completes at once (UNREACHABLE); a
-        # response so dropped leaves the remote request to time out.
-        m.d.comb += steer.failed.ready.eq(1)
-        for vc, engine in ((VirtualChannel.LS_REQ, req), (VirtualChannel.RDMA_REQ, rdma_req)):
-            ours = steer.failed.payload.oefh.vc == vc
-            m.d.comb += [engine.fail.payload.eq(steer.failed.payload),
-                         engine.fail.valid.eq(steer.failed.valid & ours)]
-            with m.If(ours):
-                m.d.comb += steer.failed.ready.eq(engine.fail.ready)
+        # response so dropped leaves the remote request to time out. (The L/S path steers
+        # RDMA frames only in a purge, while the RDMA path is held between frames: the two
+        # never offer a failed header at once.)
+        for path in (steer, rdma_steer):
+            m.d.comb += path.failed.ready.eq(1)
+            for vc, engine in ((VirtualChannel.LS_REQ, req),
+                               (VirtualChannel.RDMA_REQ, rdma_req)):
+                with m.If(path.failed.valid & (path.failed.payload.oefh.vc == vc)):
+                    m.d.comb += [engine.fail.valid.eq(1),
+                                 engine.fail.payload.eq(path.failed.payload),
+                                 path.failed.ready.eq(engine.fail.ready)]
         wiring.connect(m, steer.lookup, reach.i)
         wiring.connect(m, reach.o, steer.result)
+        wiring.connect(m, rdma_steer.lookup, reach.i1)
+        wiring.connect(m, reach.o1, rdma_steer.result)
         # The lookups ahead of the requester and of the L/S target (a response's port is asked
         # for as its request is taken); any change of the paths spoils what was looked up.
         wiring.connect(m, req.hint, steer.hint[0])
@@ -442,7 +476,14 @@ class Nic(wiring.Component):
                                         if name != "lcw_tx"})
             wiring.connect(m, wiring.flipped(self.p[p].lcw_tx), end.lcw_tx)
             for v in range(NIC_VCS):
-                wiring.connect(m, steer.o[p][v], end.i[v])
+                if v < VirtualChannel.RDMA_REQ:
+                    wiring.connect(m, steer.o[p][v], end.i[v])
+                else:
+                    with m.If(purging):
+                        connect_packets(m, steer.o[p][v], end.i[v])
+                    with m.Else():
+                        connect_packets(m, rdma_steer.o[p][v - VirtualChannel.RDMA_REQ],
+                                        end.i[v])
                 if self.RX_PASS_VCS >> v & 1:
                     wiring.connect(m, end.o[v], rx_merge[v].i[p])
                 else:
@@ -460,9 +501,13 @@ class Nic(wiring.Component):
             wiring.connect(m, rx_merge[vc].o, engine.i)
         return m
 
-    def _resteer(self, m, new, steer, reach, purges):
-        """Feed ``steer`` with the engines' ``new`` frames, or with the frames a port gives back
-        when its path dies (spec §10; the class docstring)."""
+    def _resteer(self, m, new, paths, reach, purges):
+        """Feed each transmit path (``paths``: the L/S and the RDMA :class:`FrameSteer`) with
+        its engines' ``new`` frames, or the L/S path with the frames a port gives back when its
+        path dies, while the RDMA path is held (spec §10; the class docstring). Returns the
+        signal high during such a purge."""
+        steer = paths[0]
+        idle = Cat(*(path.idle for path in paths)).all()
         ends = self._ends
         was_up = Signal(self.ports)
         m.d.sync += was_up.eq(self.links_up)
@@ -477,8 +522,8 @@ class Nic(wiring.Component):
         for p in reversed(range(self.ports)):
             with m.If(pending[p]):
                 m.d.comb += pick.eq(p)
-        # Between frames, with a port to purge: hold the engines' frames, purge it.
-        m.d.comb += start.eq(~active & (pending != 0) & steer.idle)
+        # Both paths between frames, with a port to purge: hold the engines' frames, purge it.
+        m.d.comb += start.eq(~active & (pending != 0) & idle)
         cleared = Signal(self.ports)
         with m.If(start):
             m.d.sync += [active.eq(1), port.eq(pick)]
@@ -489,11 +534,13 @@ class Nic(wiring.Component):
         # A frame looked up after a path died but before the purge started would overtake
         # the frames of its cache line waiting in the dead port's queue: it is looked up
         # again after the purge (its first beat never left).
-        m.d.comb += steer.retry.eq((pending != 0) & ~active)
-        with m.If(~active):
-            hold = (pending != 0) & steer.idle
-            m.d.comb += [steer.i.valid.eq(new.valid & ~hold), steer.i.payload.eq(new.payload),
-                         new.ready.eq(steer.i.ready & ~hold)]
+        for path, frames in zip(paths, new):
+            m.d.comb += path.retry.eq((pending != 0) & ~active)
+            with m.If(~active):
+                hold = (pending != 0) & path.idle
+                m.d.comb += [path.i.valid.eq(frames.valid & ~hold),
+                             path.i.payload.eq(frames.payload),
+                             frames.ready.eq(path.i.ready & ~hold)]
         for p, end in enumerate(ends):
             # No frame leaves a port from the cycle its path dies until it is purged — except
             # while another port's purge runs: that purge may be steering frames into this
@@ -507,3 +554,4 @@ class Nic(wiring.Component):
                 # Every frame the port gave back has been steered again.
                 with m.If(~end.resteer.purging & steer.idle):
                     m.d.sync += active.eq(0)
+        return active

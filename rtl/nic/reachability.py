@@ -29,7 +29,7 @@ EVENT_WINDOW = 127
 PORTS = Param("NIC ports (one switch plane each)", IntRange(1, MAX_PORTS))
 
 
-@parameters(ports=PORTS)
+@parameters(ports=PORTS, lookups=Param("independent lookup ports", IntRange(1, 2)))
 class Reachability(wiring.Component):
     """reachable[id][p] for every endpoint id and port, and the port each frame leaves on.
 
@@ -67,6 +67,9 @@ class Reachability(wiring.Component):
         Link state of each port.
     i : In(PathRequest(reachable=False)); o : Out(PathAnswer())
         Lookups, no back-pressure (as :class:`PathSelect`).
+    i1 : In(PathRequest(reachable=False)); o1 : Out(PathAnswer())
+        A second lookup port, alike and independent (``lookups=2``: a read port more on
+        each table, a second :class:`PathSelect`).
     busy : Out(1)
         The table is being initialised after reset.
     took_down : Out(ports)
@@ -82,12 +85,15 @@ class Reachability(wiring.Component):
     LATENCY = 1 + PathSelect.LATENCY
     COUNTERS = ("sen_down", "sen_up", "sen_stale")
 
-    def __init__(self, ports=4):
+    def __init__(self, ports=4, lookups=1):
         self.ports = ports
+        self.lookups = lookups
         super().__init__({
             "lcw": In(LcwStream()).array(ports),
             "links_up": In(ports),
             "i": In(PathRequest(reachable=False)), "o": Out(PathAnswer()),
+            **({"i1": In(PathRequest(reachable=False)), "o1": Out(PathAnswer())}
+               if lookups == 2 else {}),
             "busy": Out(1), "took_down": Out(ports), "changed": Out(1),
             "count": Out(Counters(self.COUNTERS)),
         })
@@ -105,11 +111,12 @@ class Reachability(wiring.Component):
             with m.If(sweep == ENDPOINT_IDS - 1):
                 m.d.sync += busy.eq(0)
 
-        row, taken_up, taken_down, stale = [], [], [], []
+        asks = [(self.i, self.o)] + ([(self.i1, self.o1)] if self.lookups == 2 else [])
+        rows = [[] for _ in asks]
+        taken_up, taken_down, stale = [], [], []
         for p in range(self.ports):
             m.submodules[f"table{p}"] = table = Memory(shape=1, depth=ENDPOINT_IDS, init=[])
             wr = table.write_port()
-            rd = table.read_port(transparent_for=(wr,))
             lcw = self.lcw[p]
             sen = SEN_PAYLOAD.layout(lcw.payload.payload)
             is_sen = lcw.valid & ~busy & (lcw.payload.type == LcwType.SEN)
@@ -128,10 +135,11 @@ class Reachability(wiring.Component):
                 wr.en.eq(busy | take),
                 wr.addr.eq(Mux(busy, sweep, sen.endpoint)),
                 wr.data.eq(busy | sen.reachable),
-                rd.addr.eq(self.i.dst),
-                rd.en.eq(1),
             ]
-            row.append(rd.data)
+            for k, (ask, _) in enumerate(asks):
+                rd = table.read_port(transparent_for=(wr,))
+                m.d.comb += rd.addr.eq(ask.dst)
+                rows[k].append(rd.data)
             taken_up.append(take & sen.reachable)
             taken_down.append(take & ~sen.reachable)
         m.d.comb += [self.took_down.eq(Cat(*taken_down)),
@@ -142,18 +150,19 @@ class Reachability(wiring.Component):
         counters["sen_stale"].add(m, sum(stale), 1)
 
         # Stage 2: the row, masked with the link state, to the path selector.
-        m.submodules.select = select = PathSelect()
-        valid_r = Signal()
         busy_r = Signal(init=1)
-        entropy_r = Signal(ENTROPY_WIDTH)
-        dst_r = Signal(ENDPOINT_BITS)
-        m.d.sync += [valid_r.eq(self.i.valid), busy_r.eq(busy), entropy_r.eq(self.i.entropy),
-                     dst_r.eq(self.i.dst)]
-        # Ref: spec §9 — ports reachable and whose link is up.
-        usable = Cat(*row) & self.links_up & ~busy_r.replicate(self.ports)
-        m.d.comb += [
-            select.i.valid.eq(valid_r), select.i.dst.eq(dst_r), select.i.entropy.eq(entropy_r),
-            select.i.reachable.eq(usable),
-        ]
-        wiring.connect(m, select.o, wiring.flipped(self.o))
+        m.d.sync += busy_r.eq(busy)
+        for k, (ask, answer) in enumerate(asks):
+            m.submodules[f"select{k}"] = select = PathSelect()
+            valid_r = Signal(name=f"valid_r{k}")
+            entropy_r = Signal(ENTROPY_WIDTH, name=f"entropy_r{k}")
+            dst_r = Signal(ENDPOINT_BITS, name=f"dst_r{k}")
+            m.d.sync += [valid_r.eq(ask.valid), entropy_r.eq(ask.entropy), dst_r.eq(ask.dst)]
+            # Ref: spec §9 — ports reachable and whose link is up.
+            usable = Cat(*rows[k]) & self.links_up & ~busy_r.replicate(self.ports)
+            m.d.comb += [
+                select.i.valid.eq(valid_r), select.i.dst.eq(dst_r),
+                select.i.entropy.eq(entropy_r), select.i.reachable.eq(usable),
+            ]
+            wiring.connect(m, select.o, wiring.flipped(answer))
         return m
