@@ -33,7 +33,8 @@ PORTS = Param("NIC ports (one switch plane each)", IntRange(1, MAX_PORTS))
 class Reachability(wiring.Component):
     """reachable[id][p] for every endpoint id and port, and the port each frame leaves on.
 
-    **Table.** One block RAM of 4096 × 1 bit per port. After reset the block walks all 4096
+    **Table.** One block RAM of 4096 × 1 bit per port (with ``lookups=2`` it has two read
+    ports; an FPGA with one read port per block RAM holds two copies, both written). After reset the block walks all 4096
     entries and sets them (``busy`` is high for those 4096 cycles; SENs wait, lookups are
     answered as if no port were reachable): until a switch says otherwise, every endpoint is
     reachable through every port whose link is up.
