@@ -35,7 +35,8 @@ _PER_VC = ("frames_sent", "frames_received")
 
 #: Words a CBFC end lets its LLR hold ahead of the wire before the VC arbiter grants the next
 #: frame (:class:`LlrTx` ``ahead_words``): enough for the grant, the write and the read to
-#: reach the MAC before the line runs dry (docs/cbfc.md, "Arbiter").
+#: reach the MAC before the line runs dry (docs/cbfc.md, "Nothing piles up ahead of the
+#: wire").
 TX_AHEAD_WORDS = 6
 #: The credit state a CBFC end shows, per VC.
 _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_received",

@@ -71,8 +71,8 @@ class LinkEnd(wiring.Component):
     """The link layer of one port: frames in and out on packet streams, XGMII on the line side.
 
     Parameters are those of :class:`LlrTx` (``buffer_octets``, ``buffer_frames``,
-    ``replay_max``, ``tx_ahead_words`` = its ``ahead_words``), :class:`LlrRx` (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``,
-    ``ack_timer``),
+    ``replay_max``, ``tx_ahead_words`` = its ``ahead_words``), :class:`LlrRx`
+    (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``, ``ack_timer``),
     :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``).
 
     Members

@@ -55,15 +55,16 @@ class FrameSteer(wiring.Component):
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
     then leaves whole on ``o[port][vc - first_vc]``, its first beat in the answer's cycle (the
     block serves VCs ``first_vc`` … ``first_vc + vcs - 1``). A frame no port reaches
-    (``result.none``) is dropped and counted (``count.unroutable``); one of another VC
-    likewise (``count.bad_vc``): both are consumed at one beat per cycle. The header of an unroutable frame (its first 16 octets as a
-    :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an RDMA TH's opcode, flags and
-    msg, the rest zero) is then offered on ``failed`` — for the requester to fail the
-    operation at once (spec §9) — and the next frame waits until it is taken (the NIC's
-    requesters always take it); a frame of one beat has no TH and is not reported. ``idle``
-    is high between frames (no frame started, none being sent, no ``failed`` offered).
-    ``retry`` high in the answer's cycle discards the answer: the first beat stays held and
-    the frame is looked up again once ``i`` is offered again (the paths changed meanwhile).
+    (``result.none``) is dropped and counted (``count.unroutable``); one of another VC likewise
+    (``count.bad_vc``): both are consumed at one beat per cycle. The header of an unroutable
+    frame (its first 16 octets as a :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an
+    RDMA TH's opcode, flags and msg, the rest zero) is then offered on ``failed`` — for the
+    requester to fail the operation at once (spec §9) — and the next frame waits until it is
+    taken (the NIC's requesters always take it); a frame of one beat has no TH and is not
+    reported. ``idle`` is high between frames (no frame started, none being sent, no ``failed``
+    offered). ``retry`` high in the answer's cycle discards the answer: the first beat stays
+    held and the frame is looked up again once ``i`` is offered again (the paths changed
+    meanwhile).
 
     **Lookups ahead** (``hints`` > 0). An engine that knows a frame's ``dst`` and ``entropy``
     before the frame's first beat (the L/S requester, as it takes a request) asks for its port
@@ -289,7 +290,8 @@ class Nic(wiring.Component):
     endpoint is unreachable there, or its link going down — the port grants no new frame from
     that cycle, and once both paths are between frames the engines are held while the frames
     wholly queued in the port's CBFC queues come back through the L/S path's
-    :class:`FrameSteer` (in their order, VC by VC) and are steered again (``count.purges``; docs/nic.md §8).
+    :class:`FrameSteer` (in their order, VC by VC) and are steered again (``count.purges``;
+    docs/nic.md §8).
 
     **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
     target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.

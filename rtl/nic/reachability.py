@@ -33,11 +33,11 @@ PORTS = Param("NIC ports (one switch plane each)", IntRange(1, MAX_PORTS))
 class Reachability(wiring.Component):
     """reachable[id][p] for every endpoint id and port, and the port each frame leaves on.
 
-    **Table.** One block RAM of 4096 × 1 bit per port (with ``lookups=2`` it has two read
-    ports; an FPGA with one read port per block RAM holds two copies, both written). After reset the block walks all 4096
-    entries and sets them (``busy`` is high for those 4096 cycles; SENs wait, lookups are
-    answered as if no port were reachable): until a switch says otherwise, every endpoint is
-    reachable through every port whose link is up.
+    **Table.** One block RAM of 4096 × 1 bit per port (with ``lookups=2`` it has two read ports;
+    an FPGA with one read port per block RAM holds two copies, both written). After reset the
+    block walks all 4096 entries and sets them (``busy`` is high for those 4096 cycles; SENs
+    wait, lookups are answered as if no port were reachable): until a switch says otherwise,
+    every endpoint is reachable through every port whose link is up.
 
     **Updates.** Port ``p``'s received link control words arrive on ``lcw{p}`` (one per cycle
     per port, all ports in the same cycle; never back-pressured once ``busy`` is low). A SEN
