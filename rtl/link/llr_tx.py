@@ -735,10 +735,11 @@ class ReplayControl(wiring.Component):
         m.d.sync += [jump.eq(0), jump_is_replay.eq(0), jump_is_timeout.eq(0)]
 
         progress = Signal()
+        accepted = (is_ack | is_nack) & live & in_window
         counters["acks_received"].increment(m, is_ack & live)
         counters["nacks_received"].increment(m, is_nack & live)
         counters["out_of_window"].increment(m, (is_ack | is_nack) & live & ~in_window)
-        with m.If((is_ack | is_nack) & live & in_window):
+        with m.If(accepted):
             m.d.comb += progress.eq(lcw_next != head)
             m.d.sync += head.eq(lcw_next)
             # A NACK for the frame being resent right now is already answered: that copy left
@@ -764,7 +765,9 @@ class ReplayControl(wiring.Component):
             m.d.sync += timer.eq(0)
         with m.Else():
             m.d.sync += timer.eq(timer + 1)
-        with m.If(live & outstanding & expired & ~jump & ~(is_ack | is_nack)):
+        # An accepted ACK/NACK decides this cycle's jump itself; one outside the window must
+        # not hold the timeout back (it would wait a whole period more: spec §7, ignored).
+        with m.If(live & outstanding & expired & ~jump & ~accepted):
             m.d.sync += [jump.eq(1), jump_to.eq(head), jump_is_replay.eq(1),
                          jump_is_timeout.eq(1)]
 

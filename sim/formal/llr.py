@@ -1,8 +1,9 @@
-"""Bounded formal check of the LLR (spec §7, v1.1 void frames) with SymbiYosys.
+"""Formal checks of the LLR (spec §7, v1.1 void frames) with SymbiYosys and yosys.
 
-The harness joins an :class:`~ethlink.rtl.link.llr_tx.LlrTx` and an
-:class:`~ethlink.rtl.link.llr_rx.LlrRx` (the RTL as it is) through an abstract link whose every
-choice is a free input of the solver, constrained only by what a link can do:
+**Delivery (bounded).** The harness :class:`LlrProof` joins an
+:class:`~ethlink.rtl.link.llr_tx.LlrTx` and an :class:`~ethlink.rtl.link.llr_rx.LlrRx` (the
+RTL as it is) through an abstract link whose every choice is a free input of the solver,
+constrained only by what a link can do:
 
 * the upper layer offers frames of 1 or 2 beats whenever it likes (keeping the stream rules
   and the LLR's producer contract: no bubble inside a frame), and voids any of them with its
@@ -13,16 +14,15 @@ choice is a free input of the solver, constrained only by what a link can do:
   check arrives from :class:`MacRx`) or delivers it intact (a void frame intact arrives as a
   void frame, ``user.void``); a frame cut by the sender's ``abort`` arrives as a bad frame;
   nothing is reordered; one cycle of delay;
-* the two LCW lines take LCWs at any pace and lose any of them; one cycle of delay;
-* any ACK or NACK with any sequence number may also appear on the line to the sender, as
-  long as it is outside the sender's outstanding window (a stale or corrupted-but-crc-good
-  LCW); the receive side's output is back-pressured at will.
+* the two LCW lines take LCWs at any pace and lose any of them; one cycle of delay; the
+  receive side's output is back-pressured at will.
 
 The MAC pair is abstracted by this line: it is checked on its own against the golden model
 (test_mac), and what it gives the LLR is exactly this (a frame intact, a bad frame, a void
 frame, or nothing).
 
-Properties, asserted in every cycle of every trace up to the bound:
+Properties, asserted in every cycle of every trace up to :data:`DEPTH` cycles from reset
+(``mode bmc``, task ``delivery``):
 
 1. **In order, exactly once** (outside FLUSH): every frame delivered on the receiver's ``o``
    is the oldest frame offered and not yet delivered, voided frames skipped: its tag is
@@ -31,22 +31,27 @@ Properties, asserted in every cycle of every trace up to the bound:
 2. **Void frames are never delivered** (always).
 3. **The replay buffer never overruns** (always): the writer never writes the first word of
    the oldest frame held, and never holds more frames than the start table has entries.
-4. **Out-of-window ACK/NACK change nothing** (always): a second :class:`LlrTx`, fed the same
-   inputs except the ACKs and NACKs outside the first one's window (``n`` + 1 not in
-   [``head``, newest frame sent + 1]), shows the same outputs and the same window state in
-   every cycle.
 
-This is ``mode bmc``: the properties hold in every trace of up to :data:`DEPTH` cycles from
-reset (property 4: :data:`WINDOW_DEPTH`), not for all time (no induction: an invariant tying
-the two buffers, the window and the expected sequence number together was out of reach). In
-that many cycles the link comes up (LLR_INIT/ECHO), carries a few frames, loses, corrupts,
-replays and voids some. The sizes are
-small so that the bound reaches those events: a replay buffer of 8 words and 4 frames, a
-receive buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS` of the RTL is
-set to 2 while the harness is elaborated: it only sizes the room checks), a replay timer of
-:data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``) show the events are reached
-within the bound: a void frame dropped by the receiver and a frame delivered after it, a
-replay followed by a delivery, the sender finishing a voided frame on the wire.
+These hold for every trace of the bound, not for all time: an inductive invariant tying the
+two buffers, the window and the expected sequence number together is not written yet. The
+sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
+and 4 frames, a receive buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS`
+of the RTL is set to 2 while the harness is elaborated: it only sizes the room checks), a
+replay timer of :data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``) show the
+events are reached within the bound: a void frame dropped by the receiver and a frame
+delivered after it, a replay followed by a delivery, the sender finishing a voided frame on
+the wire.
+
+**Window (proven for all time).** 4. **ACK/NACK outside the window change nothing**: an
+``LlrTx`` fed any inputs (:class:`WindowSide`, every input free) and an ``LlrTx`` fed the same
+inputs with the LLR_ACKs and LLR_NACKs outside the window removed (``n`` + 1 not in [oldest
+unacknowledged, one past the newest frame sent], spec §7, written here from the spec) are
+equivalent: every register and every output of the two is equal in every cycle. yosys proves
+it (``equiv_make``, then ``equiv_induct``: 1-induction over all the matched signals at once;
+the base case is the common reset state); only the two sides' LCW ``valid`` nets, the one
+input that differs, are left unmatched. The proof is accepted only when the whole set is
+proven in one induction step (``equiv_induct`` also tries cells one by one, assuming the others,
+which would not be a proof). Same sizes as above.
 """
 
 import contextlib
@@ -54,29 +59,27 @@ import shutil
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import (Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module,
+from amaranth.hdl import (Assert, Cat, ClockDomain, Cover, Elaboratable, Module,
                           Mux, Signal)
 
-from . import run_sby
+from . import run_sby, run_yosys
 from ...rtl.link import llr_rx, llr_tx
 from ...rtl.link.llr_rx import LlrRx
-from ...rtl.link.llr_tx import LlrTx, TxState, seq_in_window
+from ...rtl.link.llr_tx import LlrTx, TxState
 from ...rtl.wire import LLR_PAYLOAD, SEQ_BITS, LcwType
 
-__all__ = ["LlrProof", "run_proof", "PROOF_DEFAULTS", "DEPTH", "WINDOW_DEPTH", "REPLAY_TIMEOUT",
+__all__ = ["LlrProof", "WindowSide", "run_proof", "window_proof", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
            "MAX_FRAME_WORDS"]
 
 #: Longest frame in the harness, in words.
 MAX_FRAME_WORDS = 2
 #: The sender's replay timer in cycles.
 REPLAY_TIMEOUT = 6
-#: Cycles checked from reset: properties 1-3 and the covers, property 4.
+#: Cycles checked from reset: properties 1-3 and the covers.
 DEPTH = 14
-WINDOW_DEPTH = 12
 #: The configuration checked by default.
 PROOF_DEFAULTS = dict(buffer_words=8, buffer_frames=4, rx_buffer_words=8, replay_max=3,
-                      ack_every=2, ack_timer=3, depth=DEPTH, window_depth=WINDOW_DEPTH,
-                      cover_depth=DEPTH)
+                      ack_every=2, ack_timer=3, depth=DEPTH, cover_depth=DEPTH)
 
 
 @contextlib.contextmanager
@@ -130,19 +133,11 @@ def _free(name, width=1):
 
 
 class LlrProof(Elaboratable):
-    """The harness (see the module docstring). ``ports`` lists the free inputs.
-
-    ``check`` "delivery" asserts properties 1–3 (and holds the covers); "window" adds the
-    second sender and the injected LCWs and asserts property 4. Apart, each is a smaller
-    problem for the solver than the two together.
-    """
-    CHECKS = ("delivery", "window")
+    """The delivery harness (see the module docstring): properties 1–3 and the covers.
+    ``ports`` lists the free inputs."""
 
     def __init__(self, *, buffer_words, buffer_frames, rx_buffer_words, replay_max, ack_every,
-                 ack_timer, check="delivery"):
-        if check not in self.CHECKS:
-            raise ValueError(f"check must be one of {self.CHECKS}, not {check!r}")
-        self.check = check
+                 ack_timer):
         self.buffer_words, self.buffer_frames = buffer_words, buffer_frames
         self.rx_buffer_words = rx_buffer_words
         self.replay_max, self.ack_every, self.ack_timer = replay_max, ack_every, ack_timer
@@ -153,11 +148,9 @@ class LlrProof(Elaboratable):
         # Frame line.
         self.f_mac_ready, self.f_lose, self.f_corrupt = _free("f_mac_ready"), \
             _free("f_lose"), _free("f_corrupt")
-        # LCW lines and the injected LCWs.
+        # LCW lines.
         self.f_ack_ready, self.f_ack_lose = _free("f_ack_ready"), _free("f_ack_lose")
         self.f_init_ready, self.f_init_lose = _free("f_init_ready"), _free("f_init_lose")
-        self.f_inject, self.f_inject_nack = _free("f_inject"), _free("f_inject_nack")
-        self.f_inject_seq = _free("f_inject_seq", SEQ_BITS)
         # Receiver's output.
         self.f_o_ready = _free("f_o_ready")
 
@@ -165,27 +158,18 @@ class LlrProof(Elaboratable):
     def ports(self):
         return [self.clk, self.f_valid, self.f_len2, self.f_void, self.f_mac_ready,
                 self.f_lose, self.f_corrupt, self.f_ack_ready, self.f_ack_lose,
-                self.f_init_ready, self.f_init_lose, self.f_inject, self.f_inject_nack,
-                self.f_inject_seq, self.f_o_ready]
+                self.f_init_ready, self.f_init_lose, self.f_o_ready]
 
     def elaborate(self, platform):
         m = Module()
         m.domains.sync = cd = ClockDomain("sync", reset_less=True)
         m.d.comb += cd.clk.eq(self.clk)
-        octets = 8 * self.buffer_words
-        tx_args = (octets, self.buffer_frames, self.replay_max)
-        window = self.check == "window"
-        m.submodules.tx = tx = _ProbedLlrTx(*tx_args)
-        ends = (tx,)
-        if window:
-            m.submodules.shadow = shadow = _ProbedLlrTx(*tx_args)
-            ends = (tx, shadow)
+        m.submodules.tx = tx = _ProbedLlrTx(8 * self.buffer_words, self.buffer_frames,
+                                            self.replay_max)
         m.submodules.rx = rx = _SmallLlrRx(8 * self.rx_buffer_words, self.ack_every, self.ack_timer)
         F = self.buffer_frames
 
-        for end in ends:
-            m.d.comb += [end.enable.eq(1), end.replay_timeout.eq(REPLAY_TIMEOUT),
-                         end.rtt_valid.eq(0)]
+        m.d.comb += [tx.enable.eq(1), tx.replay_timeout.eq(REPLAY_TIMEOUT), tx.rtt_valid.eq(0)]
 
         # --- upper layer: frames of 1 or 2 beats -------------------------------------------
         # Every beat carries {tag, beat index, 2-beat frame, void}: the tag is the number of
@@ -216,15 +200,10 @@ class LlrProof(Elaboratable):
                 m.d.sync += [beat.eq(0), tag.eq(Mux(void, tag, tag + 1))]
             with m.Else():
                 m.d.sync += beat.eq(1)
-        if window:
-            # The shadow gets the same frames and must take them at the same time (checked).
-            m.d.comb += [shadow.i.valid.eq(i.valid), shadow.i.payload.eq(i.payload),
-                         shadow.i_void.eq(tx.i_void)]
 
         # --- frame line: lose, corrupt or deliver each frame; an abort cuts it ------------------
         mac = tx.mac
-        for end in ends:
-            m.d.comb += end.mac.ready.eq(self.f_mac_ready)
+        m.d.comb += mac.ready.eq(self.f_mac_ready)
         line_in_frame = Signal()
         line_losing = Signal()
         line_seq = Signal(SEQ_BITS)
@@ -252,43 +231,18 @@ class LlrProof(Elaboratable):
                              rb.user.error.eq(1), rb.user.void.eq(0)]
 
         # --- LCW lines ---------------------------------------------------------------------
-        # Receiver -> sender (ACK, NACK, INIT_ECHO), plus injected out-of-window ACK/NACKs.
-        back_valid = Signal()
-        back = Signal.like(rx.lcw_tx.payload)
+        # Receiver -> sender (ACK, NACK, INIT_ECHO).
         m.d.comb += rx.lcw_tx.ready.eq(self.f_ack_ready)
-        m.d.sync += [back_valid.eq(rx.lcw_tx.valid & self.f_ack_ready & ~self.f_ack_lose),
-                     back.eq(rx.lcw_tx.payload)]
-        inject = self.f_inject & ~back_valid if window else 0
-        injected = Signal.like(back)
-        m.d.comb += [injected.type.eq(Mux(self.f_inject_nack, LcwType.LLR_NACK,
-                                          LcwType.LLR_ACK)),
-                     LLR_PAYLOAD.layout(injected.payload).seq.eq(self.f_inject_seq)]
-        lcw = tx.lcw_rx
-        m.d.comb += [lcw.valid.eq(back_valid | inject),
-                     lcw.payload.eq(Mux(back_valid, back, injected))]
-        lcw_seq = LLR_PAYLOAD.layout(lcw.payload.payload).seq
-        is_ack_nack = (lcw.payload.type == LcwType.LLR_ACK) | \
-            (lcw.payload.type == LcwType.LLR_NACK)
-        # Ref: spec §7 — the window: ``n`` + 1 in [oldest unacknowledged, newest sent + 1].
-        in_window = seq_in_window((lcw_seq + 1)[:SEQ_BITS], tx.head, tx.p_sent_hi)
-        outside = lcw.valid & is_ack_nack & ~in_window
-        if window:
-            m.d.comb += Assume(~inject | outside)
-            m.d.comb += [shadow.lcw_rx.valid.eq(lcw.valid & ~outside),
-                         shadow.lcw_rx.payload.eq(lcw.payload)]
+        m.d.sync += [tx.lcw_rx.valid.eq(rx.lcw_tx.valid & self.f_ack_ready & ~self.f_ack_lose),
+                     tx.lcw_rx.payload.eq(rx.lcw_tx.payload)]
         # Sender -> receiver (LLR_INIT).
-        for end in ends:
-            m.d.comb += end.lcw_tx.ready.eq(self.f_init_ready)
+        m.d.comb += tx.lcw_tx.ready.eq(self.f_init_ready)
         m.d.sync += [rx.lcw_rx.valid.eq(tx.lcw_tx.valid & self.f_init_ready
                                         & ~self.f_init_lose),
                      rx.lcw_rx.payload.eq(tx.lcw_tx.payload)]
         m.d.comb += rx.o.ready.eq(self.f_o_ready)
 
         # --- properties ---------------------------------------------------------------------
-        if window:
-            self._same(m, tx, shadow)
-            return m
-
         flushed = Signal()
         with m.If(tx.state == TxState.FLUSH):
             m.d.sync += flushed.eq(1)
@@ -332,42 +286,88 @@ class LlrProof(Elaboratable):
         ]
         return m
 
-    @staticmethod
-    def _same(m, tx, shadow):
-        """Property 4: the sender that saw the out-of-window LCWs and the one that did not
-        show the same outputs and the same window in every cycle."""
-        for a, b in ((tx.i.ready, shadow.i.ready), (tx.mac.valid, shadow.mac.valid),
-                     (tx.abort, shadow.abort), (tx.head, shadow.head),
-                     (tx.state, shadow.state), (tx.lcw_tx.valid, shadow.lcw_tx.valid),
-                     (tx.p_sent_hi, shadow.p_sent_hi), (tx.p_send, shadow.p_send),
-                     (tx.p_nxt, shadow.p_nxt), (tx.failed, shadow.failed)):
-            m.d.comb += Assert(a == b)
-        with m.If(tx.mac.valid):
-            m.d.comb += Assert(tx.mac.payload.as_value() == shadow.mac.payload.as_value())
-        with m.If(tx.lcw_tx.valid):
-            m.d.comb += Assert(tx.lcw_tx.payload.as_value() == shadow.lcw_tx.payload.as_value())
+
+class WindowSide(Elaboratable):
+    """One side of the window proof (property 4): an ``LlrTx`` whose every input is a free
+    port, and whose outputs and window state are ports. With ``filtered``, the LLR_ACKs and
+    LLR_NACKs outside its window never reach it (their ``valid`` is cleared in front of it).
+
+    The window, from spec §7: an ACK or NACK ``n`` is in it when ``n`` + 1 lies in [oldest
+    unacknowledged (``head``), one past the newest frame sent (``sent_hi``)] modulo 2^20.
+    """
+    def __init__(self, *, buffer_words, buffer_frames, replay_max, filtered):
+        self.filtered = filtered
+        self.tx = tx = _ProbedLlrTx(8 * buffer_words, buffer_frames, replay_max)
+        self.clk = Signal()
+
+        def port(name, value):
+            return Signal(len(value), name=name)
+        self.inputs = [port(name, value) for name, value in (
+            ("i_valid", tx.i.valid), ("i_payload", tx.i.payload.as_value()),
+            ("i_void", tx.i_void), ("mac_ready", tx.mac.ready), ("lcw_valid", tx.lcw_rx.valid),
+            ("lcw_payload", tx.lcw_rx.payload.as_value()), ("init_ready", tx.lcw_tx.ready),
+            ("enable", tx.enable), ("replay_timeout", tx.replay_timeout), ("rtt", tx.rtt),
+            ("rtt_valid", tx.rtt_valid))]
+        self._outputs = (("i_ready", tx.i.ready), ("mac_valid", tx.mac.valid),
+                         ("mac_payload", tx.mac.payload.as_value()), ("abort", tx.abort),
+                         ("init_valid", tx.lcw_tx.valid),
+                         ("init_payload", tx.lcw_tx.payload.as_value()),
+                         ("state", tx.state.as_value()), ("head", tx.head),
+                         ("failed", tx.failed), ("sent_hi", tx.p_sent_hi),
+                         ("send", tx.p_send), ("nxt", tx.p_nxt))
+        self.outputs = [port(name, value) for name, value in self._outputs]
+
+    @property
+    def ports(self):
+        return [self.clk, *self.inputs, *self.outputs]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
+        m.d.comb += cd.clk.eq(self.clk)
+        m.submodules.tx = tx = self.tx
+        (i_valid, i_payload, i_void, mac_ready, lcw_valid, lcw_payload, init_ready, enable,
+         replay_timeout, rtt, rtt_valid) = self.inputs
+        lcw = tx.lcw_rx
+        m.d.comb += [
+            tx.i.valid.eq(i_valid), tx.i.payload.eq(i_payload), tx.i_void.eq(i_void),
+            tx.mac.ready.eq(mac_ready), lcw.payload.eq(lcw_payload),
+            tx.lcw_tx.ready.eq(init_ready), tx.enable.eq(enable),
+            tx.replay_timeout.eq(replay_timeout), tx.rtt.eq(rtt), tx.rtt_valid.eq(rtt_valid),
+        ]
+        m.d.comb += [out.eq(value) for out, (_, value) in zip(self.outputs, self._outputs)]
+        if not self.filtered:
+            m.d.comb += lcw.valid.eq(lcw_valid)
+            return m
+        # Ref: spec §7 — ``n`` + 1 in [head, sent_hi], distances modulo 2^20.
+        n_plus_1 = (LLR_PAYLOAD.layout(lcw.payload.payload).seq + 1)[:SEQ_BITS]
+        in_window = (n_plus_1 - tx.head)[:SEQ_BITS] <= (tx.p_sent_hi - tx.head)[:SEQ_BITS]
+        ack_nack = (lcw.payload.type == LcwType.LLR_ACK) | (lcw.payload.type == LcwType.LLR_NACK)
+        m.d.comb += lcw.valid.eq(lcw_valid & ~(ack_nack & ~in_window))
+        return m
 
 
-def _sby_text(depths, cover_depth):
-    """``depths``: cycles checked by each task of :attr:`LlrProof.CHECKS`."""
-    options = "\n".join(f"{check}: depth {depth}" for check, depth in depths.items())
-    reads = "\n".join(f"{check}: read_rtlil {check}.il" for check in depths)
+#: The one net that differs between the two sides of the window proof: the LCW ``valid``
+#: into ``LlrTx`` (and its copies inside it); left unmatched.
+_UNMATCHED = "lcw_rx__valid"
+
+
+def _sby_text(depth, cover_depth):
     return f"""[tasks]
-{chr(10).join(depths)}
+delivery
 cover
 
 [options]
 cover: mode cover
 cover: depth {cover_depth}
-~cover: mode bmc
-{options}
+delivery: mode bmc
+delivery: depth {depth}
 
 [engines]
 smtbmc yices
 
 [script]
-{reads}
-cover: read_rtlil delivery.il
+read_rtlil delivery.il
 prep -top top
 # Memories as registers: the harness writes constant bits that then fold away.
 memory_map
@@ -375,37 +375,82 @@ opt -full
 opt_clean
 
 [files]
-{chr(10).join(f"{check}.il" for check in depths)}
+delivery.il
 """
 
 
-def run_proof(workdir, *, depth=None, window_depth=None, cover_depth=None, **params):
-    """Write the two harnesses and the .sby file to ``workdir`` and run the bounded checks
-    (task ``delivery`` to ``depth`` cycles, ``window`` to ``window_depth``) and the covers
-    (SymbiYosys as in :mod:`ethlink.sim.formal.cbfc`). Returns ``{"mode": "bmc", "depth",
-    "window_depth", "cover_depth", "seconds", "passed", "tasks": {task: status},
-    "params"}``."""
+def _flatten_script(side):
+    return f"""read_rtlil {side}.il
+hierarchy -top top
+proc
+flatten
+memory_map
+opt_clean
+rename top {side}
+"""
+
+
+def window_proof(workdir, *, buffer_words, buffer_frames, replay_max):
+    """Property 4 by equivalence and 1-induction (see the module docstring), in ``workdir``
+    (which must exist). Returns ``(status, seconds, signals proven equal)``; the log is
+    ``window.ys.log``."""
+    for filtered, side in ((False, "gold"), (True, "gate")):
+        harness = WindowSide(buffer_words=buffer_words, buffer_frames=buffer_frames,
+                             replay_max=replay_max, filtered=filtered)
+        with _small_frames():
+            (workdir / f"{side}.il").write_text(rtlil.convert(harness, ports=harness.ports))
+    # The names of the unmatched nets after flattening (the copies inside the hierarchy).
+    (workdir / "names.ys").write_text(_flatten_script("gold") +
+                                      f"select -list gold/w:*{_UNMATCHED}*\n")
+    _, seconds_names, log = run_yosys(workdir, "names.ys")
+    names = sorted({line.split("/", 1)[1].lstrip("\\") for line in log.splitlines()
+                    if line.startswith("gold/")})
+    (workdir / "unmatched.txt").write_text("".join(f"{name}\n" for name in names))
+    (workdir / "window.ys").write_text(
+        _flatten_script("gate") + "design -stash gate\n" + _flatten_script("gold") +
+        "design -copy-from gate -as gate gate\n"
+        "equiv_make -blacklist unmatched.txt gold gate equiv\n"
+        "hierarchy -top equiv\n"
+        "equiv_induct -seq 1\n"
+        "equiv_status -assert\n")
+    returncode, seconds, log = run_yosys(workdir, "window.ys")
+    found = [line for line in log.splitlines() if line.startswith("Found ")
+             and "$equiv cells in equiv" in line]
+    whole = "Entire workset of" in log and "Equivalence successfully proven" in log
+    status = "PASS" if returncode == 0 and whole and names else "FAIL"
+    matched = int(found[-1].split()[1]) if found else 0
+    return status, seconds_names + seconds, matched
+
+
+def run_proof(workdir, *, depth=None, cover_depth=None, **params):
+    """Write the harnesses and run the checks in ``workdir``: task ``delivery`` (properties
+    1–3, bounded, to ``depth`` cycles) and the covers with SymbiYosys (as in
+    :mod:`ethlink.sim.formal.cbfc`), and task ``window`` (property 4, proven for all time)
+    with yosys. Returns ``{"modes": {task: mode}, "depth", "cover_depth", "window_signals",
+    "seconds", "passed", "tasks": {task: status}, "params"}``."""
     config = {**PROOF_DEFAULTS, **params}
-    depths = {"delivery": depth or config["depth"],
-              "window": window_depth or config["window_depth"]}
-    cover_depth = cover_depth or config["cover_depth"]
-    for key in ("depth", "window_depth", "cover_depth"):
-        del config[key]
+    depth, cover_depth = (depth or config.pop("depth"),
+                          cover_depth or config.pop("cover_depth"))
+    for key in ("depth", "cover_depth"):
+        config.pop(key, None)
     workdir = Path(workdir)
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    for check in depths:
-        harness = LlrProof(**config, check=check)
-        with _small_frames():
-            (workdir / f"{check}.il").write_text(rtlil.convert(harness, ports=harness.ports))
-    (workdir / "llr.sby").write_text(_sby_text(depths, cover_depth))
+    harness = LlrProof(**config)
+    with _small_frames():
+        (workdir / "delivery.il").write_text(rtlil.convert(harness, ports=harness.ports))
+    (workdir / "llr.sby").write_text(_sby_text(depth, cover_depth))
     returncode, seconds = run_sby(workdir, "llr.sby")
     tasks = {}
-    for task in (*depths, "cover"):
+    for task in ("delivery", "cover"):
         status = workdir / f"llr_{task}" / "status"
         tasks[task] = status.read_text().split()[0] if status.exists() else "ERROR"
-    return {"mode": "bmc", "depth": depths["delivery"], "window_depth": depths["window"],
-            "cover_depth": cover_depth, "seconds": round(seconds, 1),
+    tasks["window"], window_seconds, matched = window_proof(
+        workdir, buffer_words=config["buffer_words"], buffer_frames=config["buffer_frames"],
+        replay_max=config["replay_max"])
+    return {"modes": {"delivery": "bmc", "window": "prove", "cover": "cover"},
+            "depth": depth, "cover_depth": cover_depth, "window_signals": matched,
+            "seconds": round(seconds + window_seconds, 1),
             "passed": returncode == 0 and all(s == "PASS" for s in tasks.values()),
             "tasks": tasks, "params": config}
