@@ -14,7 +14,11 @@ FRAMES = 200
 KEYS = ("overflows", "lost", "throughput_by_credits", "throughput_fraction_of_best",
         "stall_cycles", "update_overhead_octets_per_s", "update_overhead_fraction",
         "knee_credits", "bdp_credits", "rtt_cycles", "body_octets", "ecp5",
-        "cbfc_tx_latency_cycles", "cbfc_rx_latency_cycles", "cbfc_update_to_frame_cycles")
+        "cbfc_tx_latency_cycles", "cbfc_rx_latency_cycles", "cbfc_update_to_frame_cycles",
+        "vc_isolation")
+#: Words an end lets its LLR hold ahead of the wire (docs/cbfc.md, "Nothing piles up ahead of
+#: the wire"; CbfcEnd's default ``tx_ahead_words``).
+AHEAD_WORDS = 6
 
 
 def framing_limit(body_octets, ifg=12):
@@ -84,3 +88,20 @@ def test_bench_cbfc_without_synthesis(tmp_path, cli, monkeypatch):
             assert abs(octets_per_s - fraction * 1.25e9) <= 0.01 * octets_per_s
     # The longer line needs more credits.
     assert result["knee_credits"][str(DELAYS[-1])] > result["knee_credits"][str(DELAYS[0])]
+
+    # VC isolation: a VC 1 frame behind VC 0 saturating the line waits only for the VC 0
+    # frame on the wire and the words the LLR holds ahead of it: at most its idle latency +
+    # one VC 0 frame's words + AHEAD_WORDS + 4 (the registered grant, an LCW the MAC may put
+    # first). (Before the LLR limited what it holds ahead of the wire: 745–770 cycles against
+    # 51.) Nothing is lost on either VC and no buffer overflows.
+    iso = result["vc_isolation"]
+    assert iso["line_saturated"], "VC 0 ran dry: the line was not full"
+    words, t_lane = frame_words(bytes(iso["bulk_octets"]))
+    bulk_words = len(words) + gap_words(t_lane, 12)      # a VC 0 frame on the wire, with gap
+    assert iso["probes"] == 20, iso
+    bound = iso["idle_cycles"] + bulk_words + AHEAD_WORDS + 4
+    assert iso["idle_cycles"] <= iso["loaded_median_cycles"] <= iso["loaded_max_cycles"] \
+        <= bound, iso
+    assert iso["lost"] == iso["duplicated"] == iso["reordered"] == iso["corrupted"] == 0, iso
+    assert iso["overruns"] == 0, iso
+    assert "VC isolation" in out

@@ -418,6 +418,12 @@ def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, 
     The credit LCWs of the A → B direction are B's CREDIT_UPDATEs and A's CREDIT_SYNCs (every
     VC's, periodic ones included), each one 8-octet line word: ``update_overhead_octets_per_s``
     at ``clock_mhz``, and ``update_overhead_fraction`` of one line's rate.
+
+    ``vc_isolation``: a 64-octet VC 1 frame's latency from A to B (its first beat offered to
+    its delivery; delay 8, every credit) on the idle line (``idle_cycles``, the most of 4) and
+    while VC 0 saturates the line with ``body_octets`` frames (``loaded_median_cycles``,
+    ``loaded_max_cycles`` over ``probes``), with the loss figures of both VCs (docs/cbfc.md,
+    "Nothing piles up ahead of the wire").
     """
     import math
 
@@ -485,6 +491,15 @@ def bench_cbfc(synth=True, device="LFE5UM5G-85F", frames=300, clock_mhz=156.25, 
     result.update(totals)
     result["overflows"] = sum(p["overruns"] for p in points)
     result["points"] = points
+    iso = runs["isolation"]
+    loaded = sorted(iso["loaded_cycles"])
+    result["vc_isolation"] = {
+        "probe_octets": iso["probe_octets"], "bulk_octets": iso["bulk_octets"],
+        "idle_cycles": max(iso["idle_cycles"]), "loaded_median_cycles": loaded[len(loaded) // 2],
+        "loaded_max_cycles": loaded[-1], "probes": len(loaded),
+        "bulk_frame_words": frame_words, "line_saturated": iso["line_saturated"],
+        **{key: iso[key] for key in ("lost", "duplicated", "reordered", "corrupted",
+                                     "overruns")}}
     from .sim.cbfc_blocks import measure_latencies
     result.update(measure_latencies())
     result["ecp5"] = None
@@ -540,6 +555,12 @@ def _cbfc_table(result):
                  f"delivered {result['frames_delivered']}, lost {result['lost']}, duplicated "
                  f"{result['duplicated']}, reordered {result['reordered']}, corrupted "
                  f"{result['corrupted']}, overflows {result['overflows']}")
+    iso = result["vc_isolation"]
+    lines.append(f"VC isolation: a {iso['probe_octets']}-octet VC 1 frame A -> B takes "
+                 f"{iso['idle_cycles']} cycles on the idle line, median "
+                 f"{iso['loaded_median_cycles']} / max {iso['loaded_max_cycles']} over "
+                 f"{iso['probes']} probes while VC 0 saturates it with {iso['bulk_octets']}-octet "
+                 f"frames ({iso['bulk_frame_words']} line words each); lost {iso['lost']}")
     if result["ecp5"]:
         e = result["ecp5"]
         lines.append(f"\ncbfc_end (CBFC + MAC + LLR) on ECP5 {result['device']}: "

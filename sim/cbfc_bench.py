@@ -16,8 +16,13 @@ pauses); after ``skip_frames`` deliveries and one more credit loop of settling, 
   a receive buffer had no room for, both ends, every VC) and ``dropped`` (at A's queue);
 * ``rtt_cycles``: the link's round trip measured by PING (``a_rtt``).
 
-Every point's figures go to ``ETHLINK_RESULT`` (JSON, keyed ``"delay/credits"``), rewritten
-after each test.
+``isolation`` (unless ``ETHLINK_SCENARIO["isolation"]`` is false), on the line of the build
+(8 cycles, every credit): a 64-octet VC 1 frame's latency from A to B on the idle link and
+while VC 0 saturates it with ``body_octets`` frames (:func:`~ethlink.sim.cbfc_tb.
+measure_vc_isolation`); ``lost`` etc. of both flows once VC 0 has delivered all its frames.
+
+Every point's figures go to ``ETHLINK_RESULT`` (JSON, keyed ``"delay/credits"``, and
+``"isolation"``), rewritten after each test.
 """
 
 import json
@@ -27,7 +32,8 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from ethlink.sim.cbfc_tb import CBFC_PAIR_PARAMS, CbfcPairTB, VcFlow, vc_body
+from ethlink.sim.cbfc_tb import (CBFC_PAIR_PARAMS, CbfcPairTB, VcFlow, measure_vc_isolation,
+                                 vc_body)
 from ethlink.sim.tb import CLOCK_NS
 
 _SCENARIO = json.loads(os.environ.get("ETHLINK_SCENARIO") or "{}")
@@ -135,4 +141,27 @@ async def throughput(dut, delay, credits):
         "rtt_cycles": tb.a.value("rtt") if tb.a.value("rtt_valid") else None,
     }
     _results[f"{delay}/{credits}"] = point
+    _write()
+
+
+@cocotb.test(skip=not _SCENARIO.get("isolation", True))
+async def isolation(dut):
+    body_octets = _SCENARIO.get("body_octets", 256)
+    bulk_frames = _SCENARIO.get("isolation_bulk_frames", 600)
+    rng = random.Random(_SCENARIO.get("seed", 1))
+    _drain_outputs(dut)
+    tb = CbfcPairTB(dut, VCS, seed=_SCENARIO.get("seed", 1))
+    await tb.reset()
+    run = await measure_vc_isolation(tb, rng, body_octets, bulk_frames=bulk_frames,
+                                     probes=_SCENARIO.get("isolation_probes", 20))
+    saturated = len(run["bulk"].score.received) < bulk_frames
+    await tb.wait_until(lambda: len(run["bulk"].score.received) >= bulk_frames, 200_000)
+    verdicts = [flow.score.verdict() for flow in run["flows"][:2]]
+    _results["isolation"] = {
+        "probe_octets": 64, "bulk_octets": body_octets, "idle_cycles": run["idle"],
+        "loaded_cycles": run["loaded"], "line_saturated": saturated,
+        **{key: sum(v[key] for v in verdicts) for key in ("lost", "duplicated", "reordered",
+                                                           "corrupted")},
+        "overruns": sum(sum(end.elements("count_overruns", VCS)) for end in tb.ends()),
+    }
     _write()

@@ -7,11 +7,16 @@ is what the credit layer reads), then the frame's index in four octets, so each 
 apart without help from the design.
 """
 
+import cocotb
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.utils import get_sim_time
+
 from ethlink.rtl.wire import OEFH, OEFH_VERSION
 from ethlink.sim.link_tb import Direction, LinkPairTB
+from ethlink.sim.tb import CLOCK_NS
 
 __all__ = ["CBFC_PAIR_PARAMS", "BODY_MIN_OCTETS", "vc_body", "VcFlow", "CbfcPairTB",
-           "assert_flows_lossless"]
+           "assert_flows_lossless", "measure_vc_isolation"]
 
 #: The ``cbfc_pair`` build shared by the CBFC tests and ``ethlink bench cbfc`` (one Verilator
 #: build): four VCs, 64-octet credits, 8 KiB receive buffers (128 credits, fewer advertised at
@@ -86,3 +91,35 @@ def assert_flows_lossless(flow_list):
         lost_bodies = [flow.score.sent[i].hex() for i in v["lost_indices"][:2]]
         assert v["lost"] == v["duplicated"] == v["reordered"] == v["corrupted"] == 0, \
             f"VC {flow.vc} {flow.sender}->{flow.receiver}: {v}; lost bodies {lost_bodies}"
+
+
+async def measure_vc_isolation(tb, rng, body_octets=256, bulk_frames=600, probes=20):
+    """The latency of a 64-octet VC 1 frame from A to B, alone on the link and while VC 0
+    fills the line with ``body_octets`` frames (``bulk_frames`` of them, queued as fast as A
+    takes them): ``{"idle": [cycles] * 4, "loaded": [cycles] * probes, "bulk": flow}``, each
+    from the probe's first beat offered to its delivery at B. Returns once the probes are
+    done; VC 0 may still be sending (``bulk``'s scoreboard has the rest)."""
+    dut = tb.dut
+    flows = tb.flows(rng, both=False)
+    bulk, probe = flows[0], flows[1]
+
+    async def latency(index):
+        sent = get_sim_time("ns")
+        count = len(probe.arrivals)
+        await probe.send(rng, 1, 64, first_index=index, fixed=True)
+        while len(probe.arrivals) == count:
+            await RisingEdge(dut.clk)
+        return round((probe.arrivals[-1] - sent) / CLOCK_NS)
+
+    await latency(0)                     # the link comes up
+    idle = []
+    for index in range(1, 5):
+        await ClockCycles(dut.clk, rng.randint(50, 150))
+        idle.append(await latency(index))
+    cocotb.start_soon(bulk.send(rng, bulk_frames, body_octets, fixed=True))
+    await ClockCycles(dut.clk, 1000)
+    loaded = []
+    for index in range(5, 5 + probes):
+        await ClockCycles(dut.clk, rng.randint(30, 120))
+        loaded.append(await latency(index))
+    return {"idle": idle, "loaded": loaded, "bulk": bulk, "flows": flows}
