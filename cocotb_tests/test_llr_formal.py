@@ -1,21 +1,25 @@
 """The formal checks of the LLR (``ethlink formal``, docs/link.md): the delivery properties
-hold in every trace up to the bound, every cover statement is reached, and the window rule
-(out-of-window ACK/NACKs change nothing) is proven for all time; the proof fails on an LLR
-whose window is one sequence number too wide."""
+hold in every trace up to the bound, every cover statement is reached, the replay buffer
+never overruns and out-of-window ACK/NACKs change nothing, both proven for all time; each
+proof fails on an LLR with a defect of its kind."""
 
+import contextlib
 import json
 
 import pytest
 
 from ethlink.rtl.link import llr_tx
+from ethlink.sim.formal import llr
 from ethlink.sim.formal.llr import PROOF_DEFAULTS, run_proof, window_proof
 
 
 def test_llr_checks(tmp_path):
     result = run_proof(tmp_path / "formal")
     assert result["passed"], json.dumps(result)
-    assert result["tasks"] == {"delivery": "PASS", "cover": "PASS", "window": "PASS"}
-    assert result["modes"] == {"delivery": "bmc", "window": "prove", "cover": "cover"}
+    assert result["tasks"] == {"delivery": "PASS", "cover": "PASS", "replay": "PASS",
+                               "replay_words": "PASS", "window": "PASS"}
+    assert result["modes"] == {"delivery": "bmc", "cover": "cover", "replay": "prove",
+                               "replay_words": "prove", "window": "prove"}
     # Every register and output of LlrTx is among the signals proven equal, not a handful.
     assert result["window_signals"] > 1000
 
@@ -35,6 +39,23 @@ def test_window_proof_finds_a_wrong_window(tmp_path, monkeypatch, mutant):
     assert "unproven $equiv" in (tmp_path / "window.ys.log").read_text()
 
 
+def test_replay_proof_finds_a_short_margin(tmp_path, monkeypatch):
+    """An LLR whose room check keeps space for 1-word frames while its frames have 2 words
+    can start a frame with one word free: the proof where the word limit binds does not go
+    through."""
+    @contextlib.contextmanager
+    def short_margin():
+        saved = llr_tx.MAX_FRAME_WORDS
+        llr_tx.MAX_FRAME_WORDS = llr.MAX_FRAME_WORDS - 1
+        try:
+            yield
+        finally:
+            llr_tx.MAX_FRAME_WORDS = saved
+    monkeypatch.setattr(llr, "_small_frames", short_margin)
+    result = run_proof(tmp_path / "formal", checks=("replay_words",))
+    assert result["tasks"]["replay_words"] != "PASS", result
+
+
 def test_formal_cli_reports_both(cli, tmp_path, monkeypatch):
     """The command runs both harnesses, prints each task's status and writes one JSON: the
     CBFC report at the top level, the LLR's under ``llr``; a failure of either fails it."""
@@ -44,8 +65,9 @@ def test_formal_cli_reports_both(cli, tmp_path, monkeypatch):
         "tasks": {"prove_overflow": "PASS", "cover": "PASS"}, "params": {}})
     monkeypatch.setattr(llr, "run_proof", lambda workdir, **kw: {
         "depth": 20, "cover_depth": 20, "seconds": 0.2, "passed": False, "window_signals": 1,
-        "modes": {"delivery": "bmc", "window": "prove", "cover": "cover"},
-        "tasks": {"delivery": "FAIL", "cover": "PASS", "window": "PASS"}, "params": {}})
+        "modes": {"delivery": "bmc", "cover": "cover", "replay": "prove", "window": "prove"},
+        "tasks": {"delivery": "FAIL", "cover": "PASS", "replay": "PASS", "window": "PASS"},
+        "params": {}})
     out = tmp_path / "f.json"
     status, stdout, stderr = cli("formal", "--json", str(out))
     assert status == 1 and "FAILED" in stderr

@@ -40,14 +40,15 @@ def run_yosys(workdir, script):
     return result.returncode, seconds, text + result.stderr
 
 
-def run_sby(workdir, sby_file):
-    """Run SymbiYosys on ``workdir / sby_file``, one task at a time (the tasks are short and
-    the machine may be busy), its log kept as ``sby.log``; returns ``(returncode, seconds)``."""
+def run_sby(workdir, sby_file, tasks=()):
+    """Run SymbiYosys on ``workdir / sby_file`` (its ``tasks``, or all), one task at a time
+    (the tasks are short and the machine may be busy), its log kept as ``sby.log``; returns
+    ``(returncode, seconds)``."""
     env = dict(os.environ)
     # The solver binary (yices-smt2) lives beside the interpreter in the environment.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     start = time.monotonic()
-    result = subprocess.run([*sby_command(), "-j", "1", "-f", sby_file], cwd=workdir,
+    result = subprocess.run([*sby_command(), "-j", "1", "-f", sby_file, *tasks], cwd=workdir,
                             env=env, capture_output=True, text=True)
     seconds = time.monotonic() - start
     (Path(workdir) / "sby.log").write_text(result.stdout + result.stderr)

@@ -32,8 +32,9 @@ Properties, asserted in every cycle of every trace up to :data:`DEPTH` cycles fr
 3. **The replay buffer never overruns** (always): the writer never writes the first word of
    the oldest frame held, and never holds more frames than the start table has entries.
 
-These hold for every trace of the bound, not for all time: an inductive invariant tying the
-two buffers, the window and the expected sequence number together is not written yet. The
+These hold for every trace of the bound. Properties 1 and 2 are not proven for all time: an
+inductive invariant tying the two buffers, the window and the expected sequence number
+together is not written yet. The
 sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
 and 4 frames, a receive buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS`
 of the RTL is set to 2 while the harness is elaborated: it only sizes the room checks), a
@@ -41,6 +42,17 @@ replay timer of :data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``)
 events are reached within the bound: a void frame dropped by the receiver and a frame
 delivered after it, a replay followed by a delivery, the sender finishing a voided frame on
 the wire.
+
+**Replay buffer (proven for all time).** 3 again, for an ``LlrTx`` alone (:class:`ReplayProof`)
+whose inputs are free but for the producer contract and one rule of the partner: an ACK or
+NACK ``n`` that reaches it has ``n`` + 1 in [oldest unacknowledged, next frame written] (a
+partner acknowledges only frames it received whole, hence wholly written; ACK/NACKs outside
+the window change nothing, property 4). k-induction (``mode prove``, k =
+:data:`REPLAY_INDUCTION_DEPTH`) with the invariants written in the harness: the held frames lie
+back to back in the buffer, 1 to ``MAX_FRAME_WORDS`` words each, as the start table says; the
+frame being written starts where its table entry says; a frame under way, and ``room`` (a
+cycle old), leave space for a longest frame. Two sizes: task ``replay`` (8 words, 4 frames:
+the frame limit binds) and ``replay_words`` (8 words, 8 frames: the word limit binds).
 
 **Window (proven for all time).** 4. **ACK/NACK outside the window change nothing**: an
 ``LlrTx`` fed any inputs (:class:`WindowSide`, every input free) and an ``LlrTx`` fed the same
@@ -59,7 +71,8 @@ import shutil
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import (Assert, Cat, ClockDomain, Cover, Elaboratable, Module,
+from amaranth.utils import exact_log2
+from amaranth.hdl import (Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module,
                           Mux, Signal)
 
 from . import run_sby, run_yosys
@@ -68,7 +81,7 @@ from ...rtl.link.llr_rx import LlrRx
 from ...rtl.link.llr_tx import LlrTx, TxState
 from ...rtl.wire import LLR_PAYLOAD, SEQ_BITS, LcwType
 
-__all__ = ["LlrProof", "WindowSide", "run_proof", "window_proof", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
+__all__ = ["LlrProof", "ReplayProof", "WindowSide", "run_proof", "window_proof", "CHECKS", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
            "MAX_FRAME_WORDS"]
 
 #: Longest frame in the harness, in words.
@@ -94,11 +107,15 @@ def _small_frames():
 
 
 class _ProbedLlrTx(LlrTx):
-    """:class:`LlrTx` that also shows its window (``sent_hi``) and its writer's state, for the
-    harness's checks (plain signals, outside the signature); built without the export's size
-    checks (a buffer of a few words)."""
+    """:class:`LlrTx` that also shows its window (``sent_hi``), its writer's state and every
+    entry of its start table, for the harness's checks (plain signals, outside the signature;
+    the table through extra asynchronous read ports); built without the export's size checks
+    (a buffer of a few words)."""
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.p_starts = [Signal(16, name=f"p_start{k}") for k in range(self.buffer_frames)]
+        self.p_frame_start = Signal(16)
+        self.p_room = Signal()
         self.p_sent_hi = Signal(SEQ_BITS)
         self.p_send = Signal(SEQ_BITS)
         self.p_nxt = Signal(SEQ_BITS)
@@ -118,7 +135,11 @@ class _ProbedLlrTx(LlrTx):
             self.p_take.eq(writer.status.take), self.p_in_frame.eq(writer.status.in_frame),
             self.p_head_start.eq(occupancy.head_start.addr),
             self.p_draining.eq(reader.draining),
+            self.p_frame_start.eq(writer.status.frame_start), self.p_room.eq(occupancy.room),
         ]
+        for k, probe in enumerate(self.p_starts):
+            port = m.submodules.starts.read_port(domain="comb")
+            m.d.comb += [port.addr.eq(k), probe.eq(port.data)]
         return m
 
 
@@ -287,6 +308,97 @@ class LlrProof(Elaboratable):
         return m
 
 
+class ReplayProof(Elaboratable):
+    """Property 3 for all time (see the module docstring): an ``LlrTx`` alone, every input
+    free but for two rules of its environment, and the inductive invariants that make the
+    property provable by k-induction. ``ports`` lists the free inputs.
+
+    The environment: the upper layer keeps the producer contract (frames of 1 or 2 beats, the
+    second right after the first, ``first`` on the first); an LLR_ACK or LLR_NACK ``n`` that
+    reaches the sender has ``n`` + 1 in [``head``, ``nxt``] (the writer's next number): a
+    partner acknowledges only frames it received whole, which were then wholly written, and
+    those outside the window change nothing (property 4). LLR_INIT_ECHO, ``enable``, the MAC's
+    ``ready`` and the timer are free.
+    """
+    def __init__(self, *, buffer_words, buffer_frames, replay_max):
+        self.words, self.frames = buffer_words, buffer_frames
+        self.tx = tx = _ProbedLlrTx(8 * buffer_words, buffer_frames, replay_max)
+        self.clk = Signal()
+        self.inputs = [_free(name, width) for name, width in (
+            ("f_valid", 1), ("f_payload", len(tx.i.payload.as_value())), ("f_void", 1),
+            ("f_mac_ready", 1), ("f_lcw_valid", 1), ("f_lcw", len(tx.lcw_rx.payload.as_value())),
+            ("f_init_ready", 1), ("f_enable", 1), ("f_timeout", len(tx.replay_timeout)))]
+
+    @property
+    def ports(self):
+        return [self.clk, *self.inputs]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
+        m.d.comb += cd.clk.eq(self.clk)
+        m.submodules.tx = tx = self.tx
+        W, F, AW = self.words, self.frames, exact_log2(self.words)
+        valid, payload, void, mac_ready, lcw_valid, lcw_payload, init_ready, enable, timeout = \
+            self.inputs
+        lcw = tx.lcw_rx
+        m.d.comb += [tx.i.valid.eq(valid), tx.i.payload.eq(payload), tx.i_void.eq(void),
+                     tx.mac.ready.eq(mac_ready), lcw.valid.eq(lcw_valid),
+                     lcw.payload.eq(lcw_payload), tx.lcw_tx.ready.eq(init_ready),
+                     tx.enable.eq(enable), tx.replay_timeout.eq(timeout), tx.rtt_valid.eq(0)]
+        in_frame = tx.p_in_frame
+        m.d.comb += [Assume(tx.i.payload.first == ~in_frame),
+                     Assume(~in_frame | (tx.i.valid & tx.i.payload.last))]
+        held = Signal(SEQ_BITS)
+        m.d.comb += held.eq((tx.p_nxt - tx.head)[:SEQ_BITS])
+        n_plus_1 = (LLR_PAYLOAD.layout(lcw.payload.payload).seq + 1)[:SEQ_BITS]
+        ack_nack = (lcw.payload.type == LcwType.LLR_ACK) | (lcw.payload.type == LcwType.LLR_NACK)
+        m.d.comb += Assume(~(lcw.valid & ack_nack) | ((n_plus_1 - tx.head)[:SEQ_BITS] <= held))
+
+        # The held frames' first words, oldest first (S[k]: frame head + k), and their
+        # distances from the oldest's, 0 … W (W: the buffer is exactly full).
+        S = [Signal(AW, name=f"held_start{k}") for k in range(F)]
+        for k in range(F):
+            with m.Switch(tx.head[:exact_log2(F)]):
+                for h in range(F):
+                    with m.Case(h):
+                        m.d.comb += S[k].eq(tx.p_starts[(h + k) % F])
+        fs = tx.p_frame_start[:AW]           # first word of the frame written (or next)
+        dist = [Signal(AW + 1, name=f"held_dist{k}") for k in range(F)]
+        m.d.comb += [dist[k].eq((S[k] - S[0])[:AW]) for k in range(F)]
+        dist_fs = Signal(AW + 1)
+        m.d.comb += dist_fs.eq(Mux((fs == S[0]) & (held != 0), W, (fs - S[0])[:AW]))
+        tail = Signal(AW)                    # words of the frame being written, so far
+        m.d.comb += tail.eq((tx.p_addr[:AW] - fs)[:AW])
+
+        # 3: the replay buffer never overruns.
+        m.d.comb += [Assert(~(tx.p_take & (held != 0) & (tx.p_addr[:AW] == S[0]))),
+                     Assert(held + in_frame <= F)]
+        # Inductive invariants: held frames lie back to back, 1 … MAX_FRAME_WORDS words each,
+        # the frame being written starts where the table says; ``room`` (a cycle old) and a
+        # frame under way leave space for a longest frame.
+        m.d.comb += Assert(held <= F)
+        for k in range(F):
+            after = dist_fs if k + 1 == F else Mux(held == k + 1, dist_fs, dist[k + 1])
+            with m.If(held > k):
+                m.d.comb += [Assert(after > dist[k]),
+                             Assert(after - dist[k] <= MAX_FRAME_WORDS)]
+        m.d.comb += Assert(tail <= Mux(in_frame, MAX_FRAME_WORDS - 1, 0))
+        with m.If(in_frame):
+            with m.Switch(tx.p_nxt[:exact_log2(F)]):
+                for h in range(F):
+                    with m.Case(h):
+                        m.d.comb += Assert(tx.p_starts[h][:AW] == fs)
+            m.d.comb += Assert(held <= F - 1)
+            with m.If(held != 0):
+                m.d.comb += Assert(dist_fs <= W - MAX_FRAME_WORDS)
+        with m.If(tx.p_room):
+            m.d.comb += Assert(held <= F - 1)
+            with m.If(held != 0):
+                m.d.comb += Assert(dist_fs + tail <= W - MAX_FRAME_WORDS)
+        return m
+
+
 class WindowSide(Elaboratable):
     """One side of the window proof (property 4): an ``LlrTx`` whose every input is a free
     port, and whose outputs and window state are ports. With ``filtered``, the LLR_ACKs and
@@ -352,22 +464,35 @@ class WindowSide(Elaboratable):
 _UNMATCHED = "lcw_rx__valid"
 
 
+#: k of the k-induction that proves property 3.
+REPLAY_INDUCTION_DEPTH = 3
+
+
 def _sby_text(depth, cover_depth):
     return f"""[tasks]
 delivery
 cover
+replay
+replay_words
 
 [options]
 cover: mode cover
 cover: depth {cover_depth}
 delivery: mode bmc
 delivery: depth {depth}
+replay: mode prove
+replay: depth {REPLAY_INDUCTION_DEPTH}
+replay_words: mode prove
+replay_words: depth {REPLAY_INDUCTION_DEPTH}
 
 [engines]
 smtbmc yices
 
 [script]
-read_rtlil delivery.il
+delivery: read_rtlil delivery.il
+cover: read_rtlil delivery.il
+replay: read_rtlil replay.il
+replay_words: read_rtlil replay_words.il
 prep -top top
 # Memories as registers: the harness writes constant bits that then fold away.
 memory_map
@@ -376,6 +501,8 @@ opt_clean
 
 [files]
 delivery.il
+replay.il
+replay_words.il
 """
 
 
@@ -422,12 +549,20 @@ def window_proof(workdir, *, buffer_words, buffer_frames, replay_max):
     return status, seconds_names + seconds, matched
 
 
-def run_proof(workdir, *, depth=None, cover_depth=None, **params):
-    """Write the harnesses and run the checks in ``workdir``: task ``delivery`` (properties
-    1–3, bounded, to ``depth`` cycles) and the covers with SymbiYosys (as in
-    :mod:`ethlink.sim.formal.cbfc`), and task ``window`` (property 4, proven for all time)
-    with yosys. Returns ``{"modes": {task: mode}, "depth", "cover_depth", "window_signals",
-    "seconds", "passed", "tasks": {task: status}, "params"}``."""
+#: The checks, in the order run.
+CHECKS = ("delivery", "cover", "replay", "replay_words", "window")
+MODES = {"delivery": "bmc", "cover": "cover", "replay": "prove", "replay_words": "prove",
+         "window": "prove"}
+
+
+def run_proof(workdir, *, depth=None, cover_depth=None, checks=CHECKS, **params):
+    """Write the harnesses and run ``checks`` in ``workdir``: with SymbiYosys (as in
+    :mod:`ethlink.sim.formal.cbfc`) task ``delivery`` (properties 1–3, bounded, to ``depth``
+    cycles), the covers and tasks ``replay`` and ``replay_words`` (property 3 for all time, by
+    k-induction, with the frame limit and with the word limit binding); with
+    yosys task ``window`` (property 4, for all time). Returns ``{"modes": {task: mode},
+    "depth", "cover_depth", "window_signals", "seconds", "passed", "tasks": {task: status},
+    "params"}``."""
     config = {**PROOF_DEFAULTS, **params}
     depth, cover_depth = (depth or config.pop("depth"),
                           cover_depth or config.pop("cover_depth"))
@@ -437,20 +572,28 @@ def run_proof(workdir, *, depth=None, cover_depth=None, **params):
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    harness = LlrProof(**config)
-    with _small_frames():
-        (workdir / "delivery.il").write_text(rtlil.convert(harness, ports=harness.ports))
+    sizes = {key: config[key] for key in ("buffer_words", "buffer_frames", "replay_max")}
+    # "replay": the sizes of the other checks, where the frame limit binds; "replay_words":
+    # as many frames as words, where the word limit (a longest frame + 1 word) binds.
+    harnesses = {"delivery": LlrProof(**config), "replay": ReplayProof(**sizes),
+                 "replay_words": ReplayProof(**{**sizes,
+                                                "buffer_frames": sizes["buffer_words"]})}
+    for name, harness in harnesses.items():
+        with _small_frames():
+            (workdir / f"{name}.il").write_text(rtlil.convert(harness, ports=harness.ports))
     (workdir / "llr.sby").write_text(_sby_text(depth, cover_depth))
-    returncode, seconds = run_sby(workdir, "llr.sby")
+    sby_tasks = [task for task in checks if task != "window"]
+    returncode, seconds = run_sby(workdir, "llr.sby", sby_tasks) if sby_tasks else (0, 0.0)
     tasks = {}
-    for task in ("delivery", "cover"):
+    for task in sby_tasks:
         status = workdir / f"llr_{task}" / "status"
         tasks[task] = status.read_text().split()[0] if status.exists() else "ERROR"
-    tasks["window"], window_seconds, matched = window_proof(
-        workdir, buffer_words=config["buffer_words"], buffer_frames=config["buffer_frames"],
-        replay_max=config["replay_max"])
-    return {"modes": {"delivery": "bmc", "window": "prove", "cover": "cover"},
+    matched = None
+    if "window" in checks:
+        tasks["window"], window_seconds, matched = window_proof(workdir, **sizes)
+        seconds += window_seconds
+    return {"modes": {task: MODES[task] for task in tasks},
             "depth": depth, "cover_depth": cover_depth, "window_signals": matched,
-            "seconds": round(seconds + window_seconds, 1),
+            "seconds": round(seconds, 1),
             "passed": returncode == 0 and all(s == "PASS" for s in tasks.values()),
             "tasks": tasks, "params": config}
