@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ethlink.rtl.link import llr_tx
+from ethlink.rtl.link import llr_rx, llr_tx
 from ethlink.sim.formal import llr
 from ethlink.sim.formal.llr import PROOF_DEFAULTS, run_proof, window_proof
 
@@ -16,9 +16,9 @@ from ethlink.sim.formal.llr import PROOF_DEFAULTS, run_proof, window_proof
 def test_llr_checks(tmp_path):
     result = run_proof(tmp_path / "formal")
     assert result["passed"], json.dumps(result)
-    assert result["tasks"] == {"delivery": "PASS", "cover": "PASS", "replay": "PASS",
-                               "replay_words": "PASS", "window": "PASS"}
-    assert result["modes"] == {"delivery": "bmc", "cover": "cover", "replay": "prove",
+    assert result["tasks"] == {task: "PASS" for task in llr.CHECKS}
+    assert result["modes"] == {"delivery": "bmc", "cover": "cover", "bad_frames": "prove",
+                               "bad_frames_cut": "prove", "replay": "prove",
                                "replay_words": "prove", "window": "prove"}
     # Every register and output of LlrTx is among the signals proven equal, not a handful.
     assert result["window_signals"] > 1000
@@ -39,21 +39,23 @@ def test_window_proof_finds_a_wrong_window(tmp_path, monkeypatch, mutant):
     assert "unproven $equiv" in (tmp_path / "window.ys.log").read_text()
 
 
-def test_replay_proof_finds_a_short_margin(tmp_path, monkeypatch):
-    """An LLR whose room check keeps space for 1-word frames while its frames have 2 words
-    can start a frame with one word free: the proof where the word limit binds does not go
-    through."""
+@pytest.mark.parametrize("side, task", [(llr_tx, "replay_words"), (llr_rx, "bad_frames")])
+def test_proofs_find_a_short_margin(tmp_path, monkeypatch, side, task):
+    """An LLR whose room check (the sender's replay buffer, or the receiver's buffer) keeps
+    space for 1-word frames while its frames have 2 words can start a frame with one word free
+    and write over a word it holds: the proof does not go through."""
     @contextlib.contextmanager
     def short_margin():
-        saved = llr_tx.MAX_FRAME_WORDS
-        llr_tx.MAX_FRAME_WORDS = llr.MAX_FRAME_WORDS - 1
+        saved = llr_tx.MAX_FRAME_WORDS, llr_rx.MAX_FRAME_WORDS
+        llr_tx.MAX_FRAME_WORDS = llr_rx.MAX_FRAME_WORDS = llr.MAX_FRAME_WORDS
+        side.MAX_FRAME_WORDS = llr.MAX_FRAME_WORDS - 1
         try:
             yield
         finally:
-            llr_tx.MAX_FRAME_WORDS = saved
+            llr_tx.MAX_FRAME_WORDS, llr_rx.MAX_FRAME_WORDS = saved
     monkeypatch.setattr(llr, "_small_frames", short_margin)
-    result = run_proof(tmp_path / "formal", checks=("replay_words",))
-    assert result["tasks"]["replay_words"] != "PASS", result
+    result = run_proof(tmp_path / "formal", checks=(task,))
+    assert result["tasks"][task] != "PASS", result
 
 
 def test_formal_cli_reports_both(cli, tmp_path, monkeypatch):

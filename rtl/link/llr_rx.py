@@ -212,11 +212,17 @@ class RxAcceptor(wiring.Component):
 
     Latency: combinational from ``mac`` to ``frame`` and ``events`` (strobes are of the cycle
     of the beat or LCW). Throughput: one beat per cycle.
+
+    ``in_frame`` (beats of a frame have arrived, its last not yet) and ``taking`` (... and
+    it is being taken) are its state, plain signals outside the signature for the formal
+    checks (sim/formal/llr.py).
     """
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "duplicates", "seq_errors",
                 "discarded", "overflows", "unsequenced", "inits_received", "void_frames")
 
     def __init__(self):
+        self.in_frame = Signal()
+        self.taking = Signal()
         super().__init__({
             "mac": In(stream.Signature(MacRxFrameLayout())),
             "lcw_rx": In(LcwEvents()),
@@ -239,8 +245,7 @@ class RxAcceptor(wiring.Component):
         beat = self.mac.payload
         m.d.comb += self.mac.ready.eq(1)
         arrive = self.mac.valid
-        in_frame = Signal()            # beats of a frame have arrived, its last not yet
-        taking = Signal()              # ... and it is being taken
+        in_frame, taking = self.in_frame, self.taking
         first = arrive & ~in_frame
         distance = Signal(SEQ_BITS)
         m.d.comb += distance.eq(beat.user.seq - expected)
@@ -345,10 +350,15 @@ class RxBufferWriter(wiring.Component):
 
     Latency: a beat is written in the cycle it is taken; ``commit`` moves in the cycle after
     a frame's last beat. Throughput: one beat per cycle.
+
+    ``wr_ptr`` (the next word written; it runs ahead of ``commit`` while a frame is written)
+    is its state, a plain signal outside the signature for the formal checks
+    (sim/formal/llr.py).
     """
     def __init__(self, words):
         self.words = words
         aw = exact_log2(words)
+        self.wr_ptr = Signal(aw + 1)
         super().__init__({
             "frame": In(RxFrameTake()),
             "buffer": Out(WritePort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
@@ -362,8 +372,7 @@ class RxBufferWriter(wiring.Component):
         W = self.words
         AW = exact_log2(W)
         frame, wr = self.frame, self.buffer
-        # wr_ptr runs ahead of commit while a frame is written.
-        wr_ptr = Signal(AW + 1)
+        wr_ptr = self.wr_ptr
         commit = Signal(AW + 1)
         free = Signal(AW + 1)
         m.d.comb += [free.eq(W - (wr_ptr - self.rd_ptr)[:AW + 1]),
@@ -395,15 +404,19 @@ class RxCutThrough(wiring.Component):
         Never waits: the layer above keeps up (CBFC gives it room for every frame).
 
     Latency: 1 cycle (a register). Throughput: one beat per cycle.
+
+    ``open_`` (a frame has begun on ``o`` and not ended) is its state, a plain signal outside
+    the signature for the formal checks (sim/formal/llr.py).
     """
     def __init__(self):
+        self.open_ = Signal()
         super().__init__({"frame": In(RxFrameTake()), "o": Out(CutFrameStream())})
 
     def elaborate(self, platform):
         m = Module()
         frame, o = self.frame, self.o
         out = o.payload
-        open_ = Signal()               # a frame has begun on o and not ended
+        open_ = self.open_
         ends = (frame.en & frame.beat.last) | frame.cancel
         m.d.sync += [
             o.valid.eq(frame.en | frame.cancel),

@@ -32,7 +32,7 @@ Properties, asserted in every cycle of every trace up to :data:`DEPTH` cycles fr
 3. **The replay buffer never overruns** (always): the writer never writes the first word of
    the oldest frame held, and never holds more frames than the start table has entries.
 
-These hold for every trace of the bound. Properties 1 and 2 are not proven for all time: an
+These hold for every trace of the bound. Property 1 is not proven for all time: an
 inductive invariant tying the two buffers, the window and the expected sequence number
 together is not written yet. The
 sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
@@ -42,6 +42,12 @@ replay timer of :data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``)
 events are reached within the bound: a void frame dropped by the receiver and a frame
 delivered after it, a replay followed by a delivery, the sender finishing a voided frame on
 the wire.
+
+**Bad and void frames (proven for all time).** 2, stronger, for an ``LlrRx`` alone
+(:class:`BadFrameProof`, buffered and cut through) whose inputs are free but for the MAC's
+contract (frames of 1 or 2 beats, ``user.void`` only with ``user.error``): no beat of a bad
+frame is delivered (buffered), no bad frame ends good (cut through). A frame may be marked
+(bit 0 of every beat); a marked frame ends bad; the property: no marked beat leaves.
 
 **Replay buffer (proven for all time).** 3 again, for an ``LlrTx`` alone (:class:`ReplayProof`)
 whose inputs are free but for the producer contract and one rule of the partner: an ACK or
@@ -81,7 +87,7 @@ from ...rtl.link.llr_rx import LlrRx
 from ...rtl.link.llr_tx import LlrTx, TxState
 from ...rtl.wire import LLR_PAYLOAD, SEQ_BITS, LcwType
 
-__all__ = ["LlrProof", "ReplayProof", "WindowSide", "run_proof", "window_proof", "CHECKS", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
+__all__ = ["LlrProof", "BadFrameProof", "ReplayProof", "WindowSide", "run_proof", "window_proof", "CHECKS", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
            "MAX_FRAME_WORDS"]
 
 #: Longest frame in the harness, in words.
@@ -147,6 +153,32 @@ class _SmallLlrRx(LlrRx):
     """:class:`LlrRx` built without the export's size checks (a buffer of a few words)."""
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+
+
+class _ProbedLlrRx(_SmallLlrRx):
+    """:class:`_SmallLlrRx` that also shows its acceptor's and buffer's state and every word
+    of its receive buffer (through extra asynchronous read ports), for :class:`BadFrameProof`."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        aw = exact_log2(self.buffer_words)
+        self.p_words = [Signal(8 * 8, name=f"p_word{k}") for k in range(self.buffer_words)]
+        self.p_rd_ptr, self.p_commit, self.p_wr_ptr = (Signal(aw + 1) for _ in range(3))
+        self.p_in_frame, self.p_taking, self.p_open = Signal(), Signal(), Signal()
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        acceptor = m.submodules.acceptor
+        m.d.comb += [self.p_in_frame.eq(acceptor.in_frame), self.p_taking.eq(acceptor.taking)]
+        if self.cut_through:
+            m.d.comb += self.p_open.eq(m.submodules.cut.open_)
+            return m
+        for k, probe in enumerate(self.p_words):
+            port = m.submodules.buffer.read_port(domain="comb")
+            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data)]
+        m.d.comb += [self.p_rd_ptr.eq(m.submodules.delivery.rd_ptr),
+                     self.p_commit.eq(m.submodules.writer.commit),
+                     self.p_wr_ptr.eq(m.submodules.writer.wr_ptr)]
+        return m
 
 
 def _free(name, width=1):
@@ -399,6 +431,95 @@ class ReplayProof(Elaboratable):
         return m
 
 
+class BadFrameProof(Elaboratable):
+    """Property 2 for all time, and more (see the module docstring): an ``LlrRx`` alone
+    (buffered, or ``cut_through``), every input free but for the MAC's contract, never
+    delivers a beat of a bad frame (buffered) / never ends a bad frame good (cut through).
+
+    The MAC's contract: frames of 1 or 2 beats (``first`` on the first; the MAC cuts longer
+    ones), ``user.void`` only with ``user.error``. Any frame may be *marked* (bit 0 of every
+    one of its beats set); a marked frame ends with ``user.error`` (a void frame always does).
+    Everything else — sequence numbers, LCWs (LLR_INIT included), ``o.ready`` — is free.
+    ``ports`` lists the free inputs.
+    """
+    def __init__(self, *, rx_buffer_words, ack_every, ack_timer, cut_through):
+        self.words, self.cut_through = rx_buffer_words, cut_through
+        self.rx = rx = _ProbedLlrRx(8 * rx_buffer_words, ack_every, ack_timer,
+                                    cut_through=cut_through)
+        self.clk = Signal()
+        self.inputs = [_free(name, width) for name, width in (
+            ("f_valid", 1), ("f_beat", len(rx.mac.payload.as_value())), ("f_lcw_valid", 1),
+            ("f_lcw", len(rx.lcw_rx.payload.as_value())), ("f_o_ready", 1),
+            ("f_lcw_ready", 1))]
+
+    @property
+    def ports(self):
+        return [self.clk, *self.inputs]
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
+        m.d.comb += cd.clk.eq(self.clk)
+        m.submodules.rx = rx = self.rx
+        valid, payload, lcw_valid, lcw_payload, o_ready, lcw_ready = self.inputs
+        m.d.comb += [rx.mac.valid.eq(valid), rx.mac.payload.eq(payload),
+                     rx.lcw_rx.valid.eq(lcw_valid), rx.lcw_rx.payload.eq(lcw_payload),
+                     rx.lcw_tx.ready.eq(lcw_ready)]
+        beat = rx.mac.payload
+        in_frame, mark = Signal(), Signal()     # the MAC is inside a frame; it is marked
+        with m.If(valid):
+            m.d.sync += in_frame.eq(~beat.last)
+            with m.If(beat.first):
+                m.d.sync += mark.eq(beat.data[0])
+        m.d.comb += [
+            Assume(~valid | (beat.first == ~in_frame)),
+            Assume(~(valid & in_frame) | beat.last),
+            Assume(~valid | beat.first | (beat.data[0] == mark)),
+            Assume(~(valid & beat.last & beat.data[0]) | beat.user.error),
+            Assume(~(valid & beat.user.void) | beat.user.error),
+        ]
+        o = rx.o
+        if self.cut_through:
+            # The frame on ``o`` ends with ``error`` when marked; the inductive invariants tie
+            # the output register's frame to the MAC's frame.
+            o_in, o_mark = Signal(), Signal()
+            with m.If(o.valid):
+                m.d.sync += o_in.eq(~o.payload.last)
+                with m.If(o.payload.first):
+                    m.d.sync += o_mark.eq(o.payload.data[0])
+            frame_mark = Mux(o.payload.first, o.payload.data[0], o_mark)
+            m.d.comb += [
+                Assert(~(o.valid & o.payload.last & frame_mark) | o.payload.user.error),
+                Assert(in_frame == rx.p_in_frame),
+                Assert(Mux(o.valid, ~o.payload.last, o_in) == rx.p_open),
+            ]
+            with m.If(rx.p_open):
+                m.d.comb += [Assert(rx.p_taking & rx.p_in_frame), Assert(frame_mark == mark)]
+            return m
+        m.d.comb += o.ready.eq(o_ready)
+        W, AW = self.words, exact_log2(self.words)
+        m.d.comb += Assert(~o.valid | ~o.payload.data[0])
+        # Invariants: the committed words not yet read are unmarked; the words of the frame
+        # being written carry its mark; the pointers keep their order; a frame being taken
+        # started with room for a longest frame.
+        rd, commit, wr = rx.p_rd_ptr, rx.p_commit, rx.p_wr_ptr
+        for k, word in enumerate(rx.p_words):
+            with m.If((k - rd)[:AW] < (commit - rd)[:AW + 1]):
+                m.d.comb += Assert(~word[0])
+            with m.If((k - commit)[:AW] < (wr - commit)[:AW + 1]):
+                m.d.comb += Assert(word[0] == mark)
+        m.d.comb += [Assert(in_frame == rx.p_in_frame),
+                     Assert((wr - rd)[:AW + 1] <= W),
+                     Assert((commit - rd)[:AW + 1] <= (wr - rd)[:AW + 1])]
+        with m.If(rx.p_taking & rx.p_in_frame):
+            m.d.comb += [Assert((wr - commit)[:AW + 1] >= 1),
+                         Assert((wr - commit)[:AW + 1] <= MAX_FRAME_WORDS - 1),
+                         Assert((commit - rd)[:AW + 1] <= W - MAX_FRAME_WORDS)]
+        with m.Else():
+            m.d.comb += Assert(wr == commit)
+        return m
+
+
 class WindowSide(Elaboratable):
     """One side of the window proof (property 4): an ``LlrTx`` whose every input is a free
     port, and whose outputs and window state are ports. With ``filtered``, the LLR_ACKs and
@@ -464,7 +585,7 @@ class WindowSide(Elaboratable):
 _UNMATCHED = "lcw_rx__valid"
 
 
-#: k of the k-induction that proves property 3.
+#: k of the k-induction that proves properties 2 and 3.
 REPLAY_INDUCTION_DEPTH = 3
 
 
@@ -474,6 +595,8 @@ delivery
 cover
 replay
 replay_words
+bad_frames
+bad_frames_cut
 
 [options]
 cover: mode cover
@@ -484,6 +607,10 @@ replay: mode prove
 replay: depth {REPLAY_INDUCTION_DEPTH}
 replay_words: mode prove
 replay_words: depth {REPLAY_INDUCTION_DEPTH}
+bad_frames: mode prove
+bad_frames: depth {REPLAY_INDUCTION_DEPTH}
+bad_frames_cut: mode prove
+bad_frames_cut: depth {REPLAY_INDUCTION_DEPTH}
 
 [engines]
 smtbmc yices
@@ -493,6 +620,8 @@ delivery: read_rtlil delivery.il
 cover: read_rtlil delivery.il
 replay: read_rtlil replay.il
 replay_words: read_rtlil replay_words.il
+bad_frames: read_rtlil bad_frames.il
+bad_frames_cut: read_rtlil bad_frames_cut.il
 prep -top top
 # Memories as registers: the harness writes constant bits that then fold away.
 memory_map
@@ -503,6 +632,8 @@ opt_clean
 delivery.il
 replay.il
 replay_words.il
+bad_frames.il
+bad_frames_cut.il
 """
 
 
@@ -550,16 +681,18 @@ def window_proof(workdir, *, buffer_words, buffer_frames, replay_max):
 
 
 #: The checks, in the order run.
-CHECKS = ("delivery", "cover", "replay", "replay_words", "window")
-MODES = {"delivery": "bmc", "cover": "cover", "replay": "prove", "replay_words": "prove",
-         "window": "prove"}
+CHECKS = ("delivery", "cover", "bad_frames", "bad_frames_cut", "replay", "replay_words",
+          "window")
+MODES = {"delivery": "bmc", "cover": "cover", "bad_frames": "prove", "bad_frames_cut": "prove",
+         "replay": "prove", "replay_words": "prove", "window": "prove"}
 
 
 def run_proof(workdir, *, depth=None, cover_depth=None, checks=CHECKS, **params):
     """Write the harnesses and run ``checks`` in ``workdir``: with SymbiYosys (as in
     :mod:`ethlink.sim.formal.cbfc`) task ``delivery`` (properties 1–3, bounded, to ``depth``
-    cycles), the covers and tasks ``replay`` and ``replay_words`` (property 3 for all time, by
-    k-induction, with the frame limit and with the word limit binding); with
+    cycles), the covers, tasks ``bad_frames`` and ``bad_frames_cut`` (property 2 for all time,
+    buffered and cut through) and ``replay`` and ``replay_words`` (property 3 for all time,
+    with the frame limit and with the word limit binding), by k-induction; with
     yosys task ``window`` (property 4, for all time). Returns ``{"modes": {task: mode},
     "depth", "cover_depth", "window_signals", "seconds", "passed", "tasks": {task: status},
     "params"}``."""
@@ -578,6 +711,9 @@ def run_proof(workdir, *, depth=None, cover_depth=None, checks=CHECKS, **params)
     harnesses = {"delivery": LlrProof(**config), "replay": ReplayProof(**sizes),
                  "replay_words": ReplayProof(**{**sizes,
                                                 "buffer_frames": sizes["buffer_words"]})}
+    rx_sizes = {key: config[key] for key in ("rx_buffer_words", "ack_every", "ack_timer")}
+    for name, cut in (("bad_frames", 0), ("bad_frames_cut", 1)):
+        harnesses[name] = BadFrameProof(**rx_sizes, cut_through=cut)
     for name, harness in harnesses.items():
         with _small_frames():
             (workdir / f"{name}.il").write_text(rtlil.convert(harness, ports=harness.ports))
