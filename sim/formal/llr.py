@@ -181,11 +181,25 @@ class _ProbedLlrRx(_SmallLlrRx):
         return m
 
 
+class _Harness(Elaboratable):
+    """A formal harness: its ``sync`` domain (no reset: the solver starts from the initial
+    values) runs on ``clk``; ``ports`` are ``clk`` and the free ``inputs``."""
+    @property
+    def ports(self):
+        return [self.clk, *self.inputs]
+
+    def _module(self):
+        m = Module()
+        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
+        m.d.comb += cd.clk.eq(self.clk)
+        return m
+
+
 def _free(name, width=1):
     return Signal(width, name=name)
 
 
-class LlrProof(Elaboratable):
+class LlrProof(_Harness):
     """The delivery harness (see the module docstring): properties 1–3 and the covers.
     ``ports`` lists the free inputs."""
 
@@ -214,9 +228,7 @@ class LlrProof(Elaboratable):
                 self.f_init_ready, self.f_init_lose, self.f_o_ready]
 
     def elaborate(self, platform):
-        m = Module()
-        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
-        m.d.comb += cd.clk.eq(self.clk)
+        m = self._module()
         m.submodules.tx = tx = _ProbedLlrTx(8 * self.buffer_words, self.buffer_frames,
                                             self.replay_max)
         m.submodules.rx = rx = _SmallLlrRx(8 * self.rx_buffer_words, self.ack_every, self.ack_timer)
@@ -340,7 +352,7 @@ class LlrProof(Elaboratable):
         return m
 
 
-class ReplayProof(Elaboratable):
+class ReplayProof(_Harness):
     """Property 3 for all time (see the module docstring): an ``LlrTx`` alone, every input
     free but for two rules of its environment, and the inductive invariants that make the
     property provable by k-induction. ``ports`` lists the free inputs.
@@ -361,14 +373,8 @@ class ReplayProof(Elaboratable):
             ("f_mac_ready", 1), ("f_lcw_valid", 1), ("f_lcw", len(tx.lcw_rx.payload.as_value())),
             ("f_init_ready", 1), ("f_enable", 1), ("f_timeout", len(tx.replay_timeout)))]
 
-    @property
-    def ports(self):
-        return [self.clk, *self.inputs]
-
     def elaborate(self, platform):
-        m = Module()
-        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
-        m.d.comb += cd.clk.eq(self.clk)
+        m = self._module()
         m.submodules.tx = tx = self.tx
         W, F, AW = self.words, self.frames, exact_log2(self.words)
         valid, payload, void, mac_ready, lcw_valid, lcw_payload, init_ready, enable, timeout = \
@@ -431,7 +437,7 @@ class ReplayProof(Elaboratable):
         return m
 
 
-class BadFrameProof(Elaboratable):
+class BadFrameProof(_Harness):
     """Property 2 for all time, and more (see the module docstring): an ``LlrRx`` alone
     (buffered, or ``cut_through``), every input free but for the MAC's contract, never
     delivers a beat of a bad frame (buffered) / never ends a bad frame good (cut through).
@@ -452,14 +458,8 @@ class BadFrameProof(Elaboratable):
             ("f_lcw", len(rx.lcw_rx.payload.as_value())), ("f_o_ready", 1),
             ("f_lcw_ready", 1))]
 
-    @property
-    def ports(self):
-        return [self.clk, *self.inputs]
-
     def elaborate(self, platform):
-        m = Module()
-        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
-        m.d.comb += cd.clk.eq(self.clk)
+        m = self._module()
         m.submodules.rx = rx = self.rx
         valid, payload, lcw_valid, lcw_payload, o_ready, lcw_ready = self.inputs
         m.d.comb += [rx.mac.valid.eq(valid), rx.mac.payload.eq(payload),
@@ -520,7 +520,7 @@ class BadFrameProof(Elaboratable):
         return m
 
 
-class WindowSide(Elaboratable):
+class WindowSide(_Harness):
     """One side of the window proof (property 4): an ``LlrTx`` whose every input is a free
     port, and whose outputs and window state are ports. With ``filtered``, the LLR_ACKs and
     LLR_NACKs outside its window never reach it (their ``valid`` is cleared in front of it).
@@ -555,9 +555,7 @@ class WindowSide(Elaboratable):
         return [self.clk, *self.inputs, *self.outputs]
 
     def elaborate(self, platform):
-        m = Module()
-        m.domains.sync = cd = ClockDomain("sync", reset_less=True)
-        m.d.comb += cd.clk.eq(self.clk)
+        m = self._module()
         m.submodules.tx = tx = self.tx
         (i_valid, i_payload, i_void, mac_ready, lcw_valid, lcw_payload, init_ready, enable,
          replay_timeout, rtt, rtt_valid) = self.inputs
