@@ -19,11 +19,14 @@ WINDOWS = Param("memory windows", IntRange(csr.MIN_WINDOWS, csr.MAX_WINDOWS))
 
 
 class Windows:
-    """The registers of ``count`` windows: ``base``, ``size``, ``perm`` lists of signals."""
+    """The registers of ``count`` windows: ``base``, ``size``, ``perm`` lists of signals, and
+    ``end`` (``base + size``, a register of its own: the 44-bit add stays out of every
+    access's compare)."""
     def __init__(self, count):
         self.base = [Signal(LINE_BITS, name=f"win{k}_base") for k in range(count)]
         self.size = [Signal(32, name=f"win{k}_size") for k in range(count)]
         self.perm = [Signal(2, name=f"win{k}_perm") for k in range(count)]
+        self.end = [Signal(LINE_BITS + 1, name=f"win{k}_end") for k in range(count)]
 
     def registers(self):
         """``[(address, value), ...]`` of the read side (:func:`~..regbus.register_reads`)."""
@@ -37,18 +40,21 @@ class Windows:
     def granted(self, first_line, end_line, need):
         """1 when one window holds lines ``first_line`` … ``end_line - 1`` and grants a
         permission of ``need`` (:data:`csr.PERM_READ`/``PERM_WRITE`` bits)."""
-        return Cat(((perm & need) != 0) & (first_line >= base) & (end_line <= base + size)
-                   for base, size, perm in zip(self.base, self.size, self.perm)).any()
+        return Cat(((perm & need) != 0) & (first_line >= base) & (end_line <= end)
+                   for base, end, perm in zip(self.base, self.end, self.perm)).any()
 
 
 def window_registers(m, bus, count):
     """:class:`Windows` of ``count`` windows written from ``bus`` (a block's ``csr``
-    interface, :func:`~..regbus.RegisterBus`) as :mod:`.csr` lays them out."""
+    interface, :func:`~..regbus.RegisterBus`) as :mod:`.csr` lays them out. A window's end
+    follows its base and size a cycle later: a write takes effect on the second cycle after
+    it (the register bus is slow next to that; no access can tell)."""
     windows = Windows(count)
     base_hi = word_view(csr.BaseHighWord, bus.wdata).base_hi
     perm_word = word_view(csr.PermWord, bus.wdata).as_value()
     for k, (base, size, perm) in enumerate(zip(windows.base, windows.size, windows.perm)):
         at = csr.WINDOW + csr.WINDOW_STRIDE * k
+        m.d.sync += windows.end[k].eq(base + size)
         with m.If(bus.we):
             with m.Switch(bus.addr):
                 with m.Case(at + 0):
