@@ -6,6 +6,8 @@ or two).
 """
 
 import argparse
+import json
+from pathlib import Path
 
 import pytest
 from amaranth.back import verilog
@@ -117,6 +119,119 @@ def test_parse_report():
     assert empty["lut"] == empty["ff"] == empty["ebr"] == empty["dsp"] == 0
 
 
+def test_register_name():
+    assert synth.register_name("steer.ahead_valid0_TRELLIS_FF_Q_3") == "steer.ahead_valid0"
+    assert synth.register_name("steer.ahead_valid0[2]") == "steer.ahead_valid0"
+    assert synth.register_name("cbfc0.tx.sent$CCU2_COMB0") == "cbfc0.tx.sent"
+    assert synth.register_name("count_up_TRELLIS_FF_Q_4_DI_LUT4_Z") == "count_up"
+    assert synth.register_name("queue.mem.0.0_DP16KD") == "queue.mem.0.0"
+    assert synth.register_name("inner.buffer3.$auto$ff.cc:266$25") == "inner.buffer3"
+    assert synth.register_name("\\x.y") == "x.y"
+
+
+def _step(kind, cell, delay, net=None):
+    step = {"type": kind, "delay": delay, "from": {"cell": cell, "port": "Q"},
+            "to": {"cell": cell, "port": "D"}}
+    if net:
+        step["net"] = net
+    return step
+
+
+def test_critical_path():
+    steps = [_step("clk-to-q", "a.b.r_TRELLIS_FF_Q", 0.5),
+             _step("routing", "a.b.r_TRELLIS_FF_Q", 1.0, net="a.b.r[0]"),
+             _step("logic", "x_LUT4_Z", 0.25),
+             _step("routing", "x_LUT4_Z", 1.5, net="a.c.sum"),
+             _step("logic", "y_LUT4_Z", 0.25),
+             _step("routing", "y_LUT4_Z", 0.5, net="d.q_TRELLIS_FF_Q_DI"),
+             _step("setup", "d.q_TRELLIS_FF_Q_1", 0.125)]
+    report = {"critical_paths": [{"from": "posedge io", "to": "posedge io", "path": []},
+                                 {"from": "posedge clk", "to": "posedge clk", "path": steps}]}
+    assert synth.critical_path(report) == {
+        "from": "a.b.r", "to": "d.q", "through": ["a.b", "a.c", "d"], "delay_ns": 4.125,
+        "logic_ns": 1.125, "routing_ns": 3.0, "logic_steps": 2}
+    assert synth.critical_path(report, "io") is None
+    assert synth.critical_path({}) is None
+
+
+def test_netlist_blocks():
+    def cell(kind):
+        return {"type": kind}
+    netlist = {"modules": {
+        "LUT4": {"attributes": {}, "cells": {"ignored_LUT4_Z": cell("LUT4")}},
+        "top": {"attributes": {"top": "00000000000000000000000000000001"}, "cells": {
+            "tx.sent_TRELLIS_FF_Q": cell("TRELLIS_FF"),
+            "tx.sent_TRELLIS_FF_Q_DI_LUT4_Z": cell("LUT4"),
+            "tx.q.add_CCU2C_S0": cell("CCU2C"),
+            "tx.q.mem_DP16KD": cell("DP16KD"),
+            "rx.table_TRELLIS_DPR16X4": cell("TRELLIS_DPR16X4"),
+            "rx.x_PFUMX_Z": cell("PFUMX"),
+            "o_valid_LUT4_Z": cell("LUT4"),
+        }}}}
+    assert synth.netlist_blocks(netlist) == {
+        "tx": {"lut": 3, "ff": 1, "ebr": 1, "lutram": 0},
+        "(top)": {"lut": 1, "ff": 0, "ebr": 0, "lutram": 0},
+        "rx": {"lut": 0, "ff": 0, "ebr": 0, "lutram": 1}}
+    assert synth.netlist_blocks({"modules": {}}) == {}
+
+
+def test_netlist_blocks_by_source_line():
+    """With the Verilog, a cell whose ``src`` is a line of it counts in that line's module
+    (the export wrapper ``inner`` looked through); a name whose first part is no sub-block is
+    a view field at the top."""
+    verilog = ("module top(a);\n"                       # 1
+               "endmodule\n"                            # 2
+               "module \\top.inner (a);\n"             # 3
+               "endmodule\n"                            # 4
+               "module \\top.inner.port0 (a);\n"       # 5
+               "  always @(posedge clk) q <= d;\n"      # 6
+               "endmodule\n"                            # 7
+               "module \\top.inner.port0.link$3 (a);\n"  # 8
+               "  reg r;\n"                             # 9
+               "endmodule\n")
+    netlist = {"modules": {"top": {"attributes": {"top": "1"}, "cells": {
+        "p0_count_TRELLIS_FF_Q": {"type": "TRELLIS_FF",
+                                  "attributes": {"src": "design.v:6.3-6.9|cells_map.v:1"}},
+        "x_TRELLIS_FF_Q": {"type": "TRELLIS_FF", "attributes": {"src": "design.v:9.3"}},
+        "inner.port0.y_LUT4_Z": {"type": "LUT4", "attributes": {"src": "cells_map.v:3"}},
+        "inner.o__payload.data_LUT4_Z": {"type": "LUT4", "attributes": {}},
+        "top_ff_TRELLIS_FF_Q": {"type": "TRELLIS_FF", "attributes": {"src": "design.v:1"}},
+    }}}}
+    assert synth.netlist_blocks(netlist, verilog) == {
+        "port0": {"lut": 1, "ff": 2, "ebr": 0, "lutram": 0},
+        "(top)": {"lut": 1, "ff": 1, "ebr": 0, "lutram": 0}}
+
+
+def test_synthesize_takes_the_median_seed(tmp_path, monkeypatch):
+    """Yosys once, nextpnr once per seed; the median Fmax, and the utilisation of its seed."""
+    fmax = {4: 90.0, 5: 120.0, 6: 100.0}
+    calls = []
+
+    def fake_tool(name, command, cwd, log=None):
+        calls.append((name, Path(cwd)))
+        if name == "yosys":
+            (Path(cwd) / "design.json").write_text(json.dumps({"modules": {}}))
+            return
+        seed = int(command[command.index("--seed") + 1])
+        assert command[command.index("--json") + 1] == "../design.json"
+        (Path(cwd) / "report.json").write_text(json.dumps({
+            "fmax": {"clk": {"achieved": fmax[seed]}},
+            "utilization": {"TRELLIS_COMB": {"used": seed}}}))
+
+    monkeypatch.setattr(synth, "_run_tool", fake_tool)
+    result = synth.synthesize("module t; endmodule\n", "t", workdir=tmp_path, seed=4, seeds=3)
+    assert [name for name, _ in calls].count("yosys") == 1
+    assert sorted(cwd.name for name, cwd in calls if name != "yosys") == ["seed4", "seed5",
+                                                                          "seed6"]
+    assert (result["fmax_mhz"], result["fmax_min_mhz"], result["fmax_max_mhz"]) == (
+        100.0, 90.0, 120.0)
+    assert result["lut"] == 6                   # the seed at the median
+    assert result["fmax_by_seed"] == {"4": 90.0, "5": 120.0, "6": 100.0}
+    assert result["seeds"] == [4, 5, 6]
+    with pytest.raises(ValueError, match="seeds"):
+        synth.synthesize("module t; endmodule\n", "t", workdir=tmp_path, seeds=0)
+
+
 def test_parse_params():
     assert parse_params(None) == {}
     assert parse_params([]) == {}
@@ -135,6 +250,7 @@ def test_register():
     synth.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["synth", "nic", "--param", "ports=4", "--param", "vc=2",
                               "--device", "lfe5u-85f", "--json", "out.json"])
+    assert args.seeds == synth.DEFAULT_SEEDS
     assert args.func is synth.run
     assert args.name == "nic"
     assert args.param == ["ports=4", "vc=2"]
@@ -155,8 +271,18 @@ def test_synthesize_counter(tmp_path):
     assert result["ff"] == 8
     assert result["ebr"] == result["dsp"] == result["lutram"] == 0
     assert result["target_mhz"] == synth.DEFAULT_TARGET_MHZ
-    for name in ("design.v", "design.json", "report.json", "yosys.log", "nextpnr.log"):
+    assert result["seeds"] == [1, 2, 3]
+    assert result["fmax_min_mhz"] <= result["fmax_mhz"] <= result["fmax_max_mhz"]
+    # The path runs from a bit of the counter to a bit of the counter.
+    path = result["critical_path"]
+    assert path["from"] == path["to"] == "count"
+    assert path["delay_ns"] == pytest.approx(1000 / result["clocks"]["clk"], rel=0.05)
+    assert result["blocks"]["(top)"]["ff"] == 8
+    for name in ("design.v", "design.json", "yosys.log"):
         assert (tmp_path / name).exists()
+    for seed in (1, 2, 3):
+        for name in ("report.json", "nextpnr.log"):
+            assert (tmp_path / f"seed{seed}" / name).exists()
 
 
 @pytest.mark.slow
@@ -164,3 +290,33 @@ def test_synthesize_reports_tool_error(tmp_path):
     with pytest.raises(RuntimeError, match="(?s)yosys failed.*syntax error"):
         synth.synthesize("module broken(input a, output b); assign b = a &; endmodule\n",
                          "broken", workdir=tmp_path)
+
+
+def test_bench_timing(monkeypatch):
+    """``bench timing`` builds every synthesisable export (and the switch core at radix 4),
+    reports each one's figures and keeps going past a failed build."""
+    from ethlink import bench
+    from ethlink.exports import EXPORTS, SYNTHESISABLE
+    builds = bench.timing_builds()
+    synthesisable = [name for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
+    assert [name for name, _ in builds] == synthesisable + ["switch_core"]
+    assert builds[-1][1] == {"radix": 4}
+    assert bench.timing_builds(["path_select"]) == [("path_select", {})]
+    with pytest.raises(ValueError, match="not a synthesisable export"):
+        bench.timing_builds(["nic_pair_harness_that_does_not_exist"])
+
+    def fake_synthesize(text, top, device, seeds, jobs):
+        if top == "mac_rx":
+            raise RuntimeError("nextpnr-ecp5 failed\nmore")
+        return {"fmax_mhz": 100.0, "fmax_min_mhz": 90.0, "fmax_max_mhz": 110.0,
+                "fmax_by_seed": {}, "lut": 1, "ff": 2, "ebr": 3, "lutram": 4, "dsp": 0,
+                "critical_path": {"from": "a.r", "to": "b.q"}, "blocks": {}, "seconds": 1.0}
+    monkeypatch.setattr(synth, "synthesize", fake_synthesize)
+    result = bench.bench_timing(only=["mac_tx", "mac_rx"], seeds=3)
+    assert result["seeds"] == 3
+    tx, rx = result["rows"]
+    assert (tx["export"], tx["fmax_mhz"], tx["lut"]) == ("mac_tx", 100.0, 1)
+    assert rx == {"export": "mac_rx", "params": {}, "error": "nextpnr-ecp5 failed"}
+    table = bench.TABLES["timing"](result)
+    assert "100.0 (90-110)" in table and "10.00" in table and "a.r -> b.q" in table
+    assert "error: nextpnr-ecp5 failed" in table

@@ -19,6 +19,9 @@ synthesises them for the ECP5 (Fmax, LUT/FF/EBR) with :mod:`ethlink.synth`.
   saturation throughput under uniform random traffic beside a plain FIFO input-queued
   baseline built from the same core, latency against offered load (PNG plot), every frame
   checked against the golden model (lost, reordered), and the ECP5 figures at radix 4 and 8.
+* ``timing``: every synthesisable export at its defaults (and the switch core at radix 4):
+  Fmax as the median of 3 nextpnr seeds with min and max, the period in ns at it, LUT, FF,
+  EBR, LUT RAM, the critical path's start and end, per-sub-block utilisation in the JSON.
 * ``nic``: the NIC blocks built so far (spec §4.2, §9–§11): TX and RX latency to and from
   the XGMII word and the L/S round trip through two NICs back to back beside its physical
   floor, latency percentiles of light 64 B loads while RDMA WRITEs run both ways, latency
@@ -35,7 +38,7 @@ from pathlib import Path
 from .toolchain import build_cache_dir
 
 __all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "bench_switch",
-           "bench_nic",
+           "bench_nic", "bench_timing", "timing_builds",
            "codeword_error_rate",
            "replay_buffer_octets", "cbfc_credit_loop", "register"]
 
@@ -1004,10 +1007,84 @@ def _nic_table(result):
     return "\n".join(lines)
 
 
+#: Builds of ``bench timing`` besides every synthesisable export at its defaults.
+TIMING_EXTRA = (("switch_core", {"radix": 4}),)
+
+
+def timing_builds(only=None):
+    """``[(export, params)]`` that ``bench timing`` builds: every synthesisable export at its
+    defaults, then :data:`TIMING_EXTRA`; ``only`` (export names) keeps those exports'."""
+    from .exports import EXPORTS, SYNTHESISABLE
+    builds = [(name, {}) for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
+    builds += [(name, dict(params)) for name, params in TIMING_EXTRA]
+    if only:
+        unknown = set(only) - {name for name, _ in builds}
+        if unknown:
+            raise ValueError(f"not a synthesisable export: {', '.join(sorted(unknown))}")
+        builds = [(name, params) for name, params in builds if name in only]
+    return builds
+
+
+def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=None):
+    """Fmax (median of the seeds, min, max), utilisation and critical path of every
+    synthesisable export at its defaults (:func:`timing_builds`), one
+    :func:`~ethlink.synth.synthesize` each (``jobs`` nextpnr runs at a time, default one per
+    core); a build that fails is a row with its ``error``.
+    With ``synth`` false, only the builds are listed."""
+    from .exports import generate_verilog
+    from .synth import DEFAULT_SEEDS, find_top, synthesize
+    seeds = seeds or DEFAULT_SEEDS
+    rows = []
+    builds = timing_builds(only)
+    for k, (name, params) in enumerate(builds):
+        row = {"export": name, "params": params}
+        if synth:
+            print(f"bench timing: {k + 1}/{len(builds)} {name} {params or ''}",
+                  file=sys.stderr, flush=True)
+            try:
+                text = generate_verilog(name, params)
+                figures = synthesize(text, find_top(text) or name, device=device, seeds=seeds,
+                                     jobs=jobs)
+                row.update({key: figures[key] for key in (
+                    "fmax_mhz", "fmax_min_mhz", "fmax_max_mhz", "fmax_by_seed", "lut", "ff",
+                    "ebr", "lutram", "dsp", "critical_path", "blocks", "seconds")})
+            except (RuntimeError, ValueError) as error:
+                row["error"] = str(error).splitlines()[0]
+        rows.append(row)
+    return {"device": device if synth else None, "seeds": seeds if synth else None,
+            "rows": rows}
+
+
+def _timing_table(result):
+    lines = [f"{'export':<22} {'params':<10} {'Fmax MHz (min-max)':>20} {'ns':>6} {'LUT':>6} "
+             f"{'FF':>6} {'EBR':>4} {'LUTRAM':>6}  critical path"]
+    for row in result["rows"]:
+        params = ",".join(f"{k}={v}" for k, v in row["params"].items())
+        if "error" in row:
+            lines.append(f"{row['export']:<22} {params:<10} error: {row['error']}")
+            continue
+        if "fmax_mhz" not in row:
+            lines.append(f"{row['export']:<22} {params:<10} (not built)")
+            continue
+        fmax = row["fmax_mhz"]
+        span = (f"{fmax:.1f} ({row['fmax_min_mhz']:.0f}-{row['fmax_max_mhz']:.0f})"
+                if fmax else "-")
+        ns = f"{1000 / fmax:.2f}" if fmax else "-"
+        path = row["critical_path"]
+        where = f"{path['from']} -> {path['to']}" if path else "-"
+        lines.append(f"{row['export']:<22} {params:<10} {span:>20} {ns:>6} {row['lut']:>6} "
+                     f"{row['ff']:>6} {row['ebr']:>4} {row['lutram']:>6}  {where}")
+    if result["device"]:
+        lines.append(f"(ECP5 {result['device']}, out of context, median of {result['seeds']} "
+                     f"nextpnr seeds; ns: the period at the median Fmax)")
+    return "\n".join(lines)
+
+
 BENCHES = {"forwarding": bench_forwarding, "fec": bench_fec, "link": bench_link,
-           "cbfc": bench_cbfc, "switch": bench_switch, "nic": bench_nic}
+           "cbfc": bench_cbfc, "switch": bench_switch, "nic": bench_nic,
+           "timing": bench_timing}
 TABLES = {"forwarding": _table, "fec": _fec_table, "link": _link_table, "cbfc": _cbfc_table,
-          "switch": _switch_table, "nic": _nic_table}
+          "switch": _switch_table, "nic": _nic_table, "timing": _timing_table}
 
 
 def _run(args):
@@ -1016,7 +1093,14 @@ def _run(args):
                else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
                else {"frames": args.frames} if args.name == "cbfc"
                else {"requests": args.frames} if args.name == "nic"
+               else {"only": args.only, "seeds": args.seeds} if args.name == "timing"
                else {})
+    if args.name == "timing":
+        try:
+            timing_builds(args.only)
+        except ValueError as error:
+            print(f"ethlink bench timing: error: {error}", file=sys.stderr)
+            return 2
     result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
     print(TABLES[args.name](result))
     path = Path(args.json) if args.json else build_cache_dir() / f"bench_{args.name}.json"
@@ -1043,4 +1127,9 @@ def register(subparsers):
                         "each measurement window; nic: requests per run (default: 300)")
     p.add_argument("--no-fec", action="store_true",
                    help="link: skip the goodput runs through the FEC")
+    p.add_argument("--only", action="append", metavar="EXPORT",
+                   help="timing: build this export only (repeatable; default: every "
+                        "synthesisable export)")
+    p.add_argument("--seeds", type=int, metavar="N",
+                   help="timing: nextpnr seeds per build (default: 3)")
     p.set_defaults(func=_run)

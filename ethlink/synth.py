@@ -43,18 +43,44 @@ The first run of each YoWASP tool compiles its WebAssembly to native code, which
 two minutes for Yosys and several seconds for nextpnr; the result is cached under
 ``$XDG_CACHE_HOME/YoWASP`` (``~/.cache/YoWASP`` by default) and later runs start at once.
 
+**Seeds.** Yosys runs once; nextpnr places and routes the netlist with ``seeds`` placer seeds
+(``seed``, ``seed`` + 1, …), as many at a time as the machine has cores, each in its own
+directory ``seed<N>/``. ``fmax_mhz`` is the median over the seeds (``fmax_min_mhz``,
+``fmax_max_mhz`` and ``fmax_by_seed`` beside it); the utilisation and the critical path are
+those of the seed at the median (the lower of the two middle ones for an even count).
+
+**Critical path** (``critical_path``), read from the report's ``critical_paths`` entry of the
+clock: where it starts and ends, as the register (or RAM) names of the Amaranth hierarchy
+(``from``, ``to``: a flip-flop cell ``steer.ahead_valid0_TRELLIS_FF_Q`` is register
+``steer.ahead_valid0``), the hierarchy scopes its nets pass through in order (``through``),
+its delay in ns split into logic and routing, and its logic steps.
+
+**Per sub-block** (``blocks``): LUT, FF, EBR and LUT RAM of each top-level sub-block of the
+export, counted in Yosys' netlist. After ``flatten`` the LUTs that ABC9 creates have no
+hierarchy of their own; ``synth_ecp5`` names every cell after a net it drives or reads
+(``autoname``), and a cell is counted in the sub-block of that name (``(top)`` for the top
+level's own nets, its ports among them). This is exact for flip-flops, block RAM and LUT RAM;
+a LUT on a boundary can land in its neighbour, so the LUT column is an attribution, not an
+accounting. The counts are Yosys' (a ``CCU2C`` carry cell is 2 LUTs), before nextpnr's packing;
+their sums are near, not equal to, the totals.
+
 The command line is ``ethlink synth NAME [--param KEY=VALUE ...] [--device DEVICE]
-[--json FILE]``; it prints the result of :func:`synthesize` as JSON.
+[--seeds N] [--json FILE]``; it prints the result of :func:`synthesize` as JSON.
 """
 
 import argparse
+import bisect
+import collections
 import contextlib
 import json
+import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .params import parse_params
@@ -62,7 +88,8 @@ from .toolchain import venv_tool
 
 __all__ = ["DEVICE_FLAGS", "DEFAULT_DEVICE", "DEFAULT_PACKAGE", "DEFAULT_TARGET_MHZ",
            "nextpnr_device_flag", "find_top", "yosys_command", "nextpnr_command",
-           "yosys_safe_names", "parse_report", "synthesize", "register", "run"]
+           "yosys_safe_names", "parse_report", "critical_path", "netlist_blocks", "register_name",
+           "synthesize", "register", "run", "DEFAULT_SEEDS"]
 
 #: nextpnr-ecp5 device option of each ECP5 part.
 DEVICE_FLAGS = {
@@ -83,6 +110,8 @@ DEFAULT_PACKAGE = "CABGA381"
 #: Placement and routing target, in MHz: above what ECP5 fabric reaches, so that the reported
 #: Fmax is the achieved one.
 DEFAULT_TARGET_MHZ = 300.0
+#: nextpnr seeds of ``ethlink synth`` (the median is the figure reported).
+DEFAULT_SEEDS = 3
 
 # File names inside the work directory; the tools run with it as their current directory.
 _VERILOG = "design.v"
@@ -183,6 +212,109 @@ def parse_report(report, clock_port="clk"):
     }
 
 
+# What ``autoname`` and nextpnr's packer append to a net's name to name a cell
+# (``count_TRELLIS_FF_Q_4``, ``x_LUT4_Z``, ``y$CCU2_COMB0``), and a bus index.
+_CELL_SUFFIX = re.compile(r"(_(TRELLIS_[A-Z0-9]+|LUT4|CCU2C|PFUMX|L6MUX21|DP16KD|MULT18X18D)"
+                          r"(_|$)|\$|\[).*", re.S)
+
+
+def register_name(cell):
+    """The Amaranth name a netlist cell or net is named after: ``steer.ahead_valid0`` for the
+    flip-flop ``steer.ahead_valid0_TRELLIS_FF_Q_3`` or the net ``steer.ahead_valid0[2]``."""
+    return _CELL_SUFFIX.sub("", cell.lstrip("\\")).rstrip(".") or cell
+
+
+def _scope(name):
+    """The hierarchy scope of a register name: ``a.b`` for ``a.b.c``, ``(top)`` at the top."""
+    return ".".join(register_name(name).split(".")[:-1]) or "(top)"
+
+
+def critical_path(report, clock_port="clk"):
+    """The critical path of ``clock_port`` in a nextpnr ``--report`` document, in terms of the
+    Amaranth hierarchy (see the module documentation), or ``None`` if it has none."""
+    paths = [path for path in report.get("critical_paths", [])
+             if clock_port in path.get("from", "").split() + path.get("to", "").split()]
+    if not paths or not paths[0].get("path"):
+        return None
+    steps = paths[0]["path"]
+    through = []
+    for step in steps:
+        net = step.get("net")
+        if net:
+            scope = _scope(net)
+            if not through or through[-1] != scope:
+                through.append(scope)
+    logic = sum(step["delay"] for step in steps if step["type"] != "routing")
+    routing = sum(step["delay"] for step in steps if step["type"] == "routing")
+    return {
+        "from": register_name(steps[0]["from"]["cell"]),
+        "to": register_name(steps[-1]["to"]["cell"]),
+        "through": through,
+        "delay_ns": round(logic + routing, 3),
+        "logic_ns": round(logic, 3),
+        "routing_ns": round(routing, 3),
+        "logic_steps": sum(1 for step in steps if step["type"] == "logic"),
+    }
+
+
+#: What each cell type of the Yosys netlist counts for.
+_CELL_COST = {"LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_FF": ("ff", 1),
+              "DP16KD": ("ebr", 1), "TRELLIS_DPR16X4": ("lutram", 1),
+              "MULT18X18D": ("dsp", 1)}
+#: The name :class:`~ethlink.rtl.export.VerilogTop` gives the block it wraps.
+_WRAPPED = "inner"
+_MODULE_LINE = re.compile(r"^module\s+\\?([^\s(]+)", re.M)
+_SRC_LINE = re.compile(r"(?:^|\|)design\.v:(\d+)")
+
+
+def _sub_block(path, known=None):
+    """The top-level sub-block of a hierarchical name (``port0`` for ``inner.port0.tx.q``,
+    the export wrapper looked through), or ``(top)``; with ``known`` (the sub-blocks that
+    exist), a first part that is none of them is a field of a view (``o__payload.data``)."""
+    parts = path.split(".")
+    if parts[0] == _WRAPPED:
+        parts = parts[1:]
+    if len(parts) < 2 or (known is not None and parts[0] not in known):
+        return "(top)"
+    return parts[0]
+
+
+def netlist_blocks(netlist, verilog_text=None):
+    """LUT, FF, EBR, LUT RAM (and DSP where used) per top-level sub-block of a Yosys JSON
+    netlist (the parsed ``design.json``): ``{sub-block: {"lut": …, "ff": …, "ebr": …,
+    "lutram": …}}``. A cell whose ``src`` is a line of ``verilog_text`` (the ``design.v`` it
+    was synthesised from: Amaranth writes a Verilog module per instance, named by its path)
+    counts in that module's sub-block; any other (the LUTs ABC9 makes) in the sub-block of its
+    name (see the module documentation)."""
+    starts, names = [], []
+    for match in _MODULE_LINE.finditer(verilog_text or ""):
+        starts.append(verilog_text.count("\n", 0, match.start()) + 1)
+        # ``top.inner.port0.link$3`` -> ``inner.port0.link.x`` (a name inside it).
+        path = match.group(1).split("$")[0].partition(".")[2]
+        names.append(f"{path}.x" if path else "x")
+    known = {_sub_block(name) for name in names} - {"(top)"}
+    modules = netlist.get("modules", {})
+    # Yosys writes attribute values as binary strings.
+    top = next((module for module in modules.values()
+                if int(module.get("attributes", {}).get("top", "0"), 2)), None)
+    if top is None:
+        return {}
+    blocks = collections.defaultdict(lambda: {"lut": 0, "ff": 0, "ebr": 0, "lutram": 0})
+    for name, cell in top.get("cells", {}).items():
+        cost = _CELL_COST.get(cell["type"])
+        if cost is None:
+            continue
+        line = _SRC_LINE.search(str(cell.get("attributes", {}).get("src", "")))
+        if line and starts:
+            k = bisect.bisect_right(starts, int(line.group(1))) - 1
+            block = _sub_block(names[k]) if k >= 0 else "(top)"
+        else:
+            block = _sub_block(register_name(name), known if starts else None)
+        key, amount = cost
+        blocks[block][key] = blocks[block].get(key, 0) + amount
+    return dict(sorted(blocks.items(), key=lambda item: -item[1]["lut"]))
+
+
 #: An escaped Verilog identifier (a backslash, then anything up to white space) holding a
 #: bracket.
 _BRACKETED_NAME = re.compile(r"\\\S*[\[\]]\S*")
@@ -214,31 +346,60 @@ def _run_tool(name, command, cwd, log=None):
     return result
 
 
+def _place_and_route(work, subdir, command, kept):
+    """nextpnr in ``work / subdir`` on the netlist in ``work``; returns ``(report, seconds)``."""
+    run_dir = work / subdir
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / _REPORT).unlink(missing_ok=True)      # never read a previous run's results
+    command = [f"../{_NETLIST}" if arg == _NETLIST else arg for arg in command]
+    start = time.monotonic()
+    _run_tool("nextpnr-ecp5", command, run_dir, run_dir / _NEXTPNR_LOG if kept else None)
+    seconds = time.monotonic() - start
+    try:
+        return json.loads((run_dir / _REPORT).read_text()), seconds
+    except (OSError, ValueError) as error:
+        raise RuntimeError(f"nextpnr-ecp5 wrote no readable report: {error}") from error
+
+
 def synthesize(verilog_text: str, top: str, device: str = DEFAULT_DEVICE,
                package: str = DEFAULT_PACKAGE, clock_port: str = "clk",
-               workdir: Path | None = None, seed: int = 1, *,
-               target_mhz: float = DEFAULT_TARGET_MHZ, speed: int | None = None) -> dict:
+               workdir: Path | None = None, seed: int = 1, *, seeds: int = DEFAULT_SEEDS,
+               target_mhz: float = DEFAULT_TARGET_MHZ, speed: int | None = None,
+               jobs: int | None = None, progress=None) -> dict:
     """Synthesise, place and route ``verilog_text`` for an ECP5 part, out of context.
 
     ``top`` is the top module, ``clock_port`` the clock whose Fmax is returned as ``fmax_mhz``.
-    The intermediate files (``design.v``, ``design.json``, ``report.json``, ``yosys.log``,
-    ``nextpnr.log``) are written to ``workdir`` and kept there, or to a temporary directory
-    that is removed afterwards when ``workdir`` is ``None``. ``speed`` selects the speed grade
-    (6, 7 or 8); by default nextpnr uses 8 for LFE5UM5G parts and 6 for the others.
+    Yosys runs once; nextpnr runs with the placer seeds ``seed`` … ``seed + seeds - 1``,
+    ``jobs`` at a time (default: one per core). The intermediate files (``design.v``,
+    ``design.json``, ``yosys.log``, and ``report.json`` and ``nextpnr.log`` under ``seed<N>/``)
+    are written to ``workdir`` and kept there, or to a temporary directory that is removed
+    afterwards when ``workdir`` is ``None``. ``speed`` selects the speed grade (6, 7 or 8); by
+    default nextpnr uses 8 for LFE5UM5G parts and 6 for the others.
 
-    Returns a dict with ``device``, ``package``, ``top``, ``fmax_mhz`` (``None`` if the clock
-    has no register-to-register path), ``clocks`` (achieved Fmax of every clock, by net name),
-    ``lut``, ``ff``, ``ebr``, ``dsp``, ``lutram``, ``target_mhz``, ``seed`` and ``seconds``
-    (wall time of both tools). See the module documentation for what the numbers count.
+    Returns a dict with ``device``, ``package``, ``top``, ``fmax_mhz`` (median over the seeds;
+    ``None`` if the clock has no register-to-register path), ``fmax_min_mhz``,
+    ``fmax_max_mhz``, ``fmax_by_seed``, and, from the seed at the median, ``clocks``
+    (achieved Fmax of every clock, by net name), ``lut``, ``ff``, ``ebr``, ``dsp``,
+    ``lutram`` and ``critical_path``; ``blocks`` (per top-level sub-block), ``target_mhz``,
+    ``seeds``, ``seconds`` (wall time), ``yosys_seconds`` and ``nextpnr_seconds``. See the
+    module documentation for what the numbers mean.
 
     The first call in an environment is slower by the one-time WebAssembly compilation of the
     tools (cached under ``$XDG_CACHE_HOME/YoWASP``, default ``~/.cache/YoWASP``).
 
-    Raises :class:`ValueError` for an unknown device or a top name that is not an identifier,
-    and :class:`RuntimeError`, with the end of the tool's output, when Yosys or nextpnr fails.
+    ``progress``, if given, is called with a line of text as each tool starts.
+
+    Raises :class:`ValueError` for an unknown device, a top name that is not an identifier or
+    ``seeds`` < 1, and :class:`RuntimeError`, with the end of the tool's output, when Yosys or
+    nextpnr fails.
     """
-    nextpnr = nextpnr_command(device, package, seed=seed, target_mhz=target_mhz, speed=speed)
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, not {seeds}")
+    seed_list = [int(seed) + k for k in range(seeds)]
+    commands = {s: nextpnr_command(device, package, seed=s, target_mhz=target_mhz, speed=speed)
+                for s in seed_list}
     yosys = yosys_command(top)
+    jobs = max(1, min(len(seed_list), jobs or os.cpu_count() or 1))
 
     with contextlib.ExitStack() as stack:
         if workdir is None:
@@ -246,31 +407,48 @@ def synthesize(verilog_text: str, top: str, device: str = DEFAULT_DEVICE,
         else:
             work = Path(workdir)
             work.mkdir(parents=True, exist_ok=True)
-        for name in (_NETLIST, _REPORT):
-            (work / name).unlink(missing_ok=True)      # never read a previous run's results
+        (work / _NETLIST).unlink(missing_ok=True)       # never read a previous run's results
         (work / _VERILOG).write_text(yosys_safe_names(verilog_text))
 
         kept = workdir is not None
+        say = progress or (lambda line: None)
+        say(f"yosys: synth_ecp5 of {top}")
         start = time.monotonic()
         _run_tool("yosys", yosys, work, work / _YOSYS_LOG if kept else None)
         if not (work / _NETLIST).exists():
             raise RuntimeError("yosys exited normally but wrote no netlist")
-        _run_tool("nextpnr-ecp5", nextpnr, work, work / _NEXTPNR_LOG if kept else None)
+        yosys_seconds = time.monotonic() - start
+        blocks = netlist_blocks(json.loads((work / _NETLIST).read_text()),
+                                (work / _VERILOG).read_text())
+        say(f"nextpnr-ecp5: seeds {', '.join(map(str, seed_list))}, {jobs} at a time "
+            f"(yosys took {yosys_seconds:.0f} s)")
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            runs = dict(zip(seed_list, pool.map(
+                lambda s: _place_and_route(work, f"seed{s}", commands[s], kept), seed_list)))
         seconds = time.monotonic() - start
 
-        try:
-            report = json.loads((work / _REPORT).read_text())
-        except (OSError, ValueError) as error:
-            raise RuntimeError(f"nextpnr-ecp5 wrote no readable report: {error}") from error
-
+    results = {s: parse_report(report, clock_port) for s, (report, _) in runs.items()}
+    fmax = {s: result["fmax_mhz"] for s, result in results.items()}
+    timed = sorted((mhz, s) for s, mhz in fmax.items() if mhz is not None)
+    # The seed at the median (the lower middle one for an even count) gives the utilisation
+    # and the path; the figure is the median itself.
+    median_seed = timed[(len(timed) - 1) // 2][1] if timed else seed_list[0]
     return {
         "device": str(device).strip().upper(),
         "package": package,
         "top": top,
-        **parse_report(report, clock_port),
+        **results[median_seed],
+        "fmax_mhz": round(statistics.median(m for m, _ in timed), 2) if timed else None,
+        "fmax_min_mhz": timed[0][0] if timed else None,
+        "fmax_max_mhz": timed[-1][0] if timed else None,
+        "fmax_by_seed": {str(s): mhz for s, mhz in fmax.items()},
+        "critical_path": critical_path(runs[median_seed][0], clock_port),
+        "blocks": blocks,
         "target_mhz": float(target_mhz),
-        "seed": int(seed),
+        "seeds": seed_list,
         "seconds": round(seconds, 2),
+        "yosys_seconds": round(yosys_seconds, 2),
+        "nextpnr_seconds": round(seconds - yosys_seconds, 2),
     }
 
 
@@ -297,7 +475,10 @@ def register(subparsers):
                    help=f"package (default: {DEFAULT_PACKAGE})")
     p.add_argument("--speed", type=int, choices=(6, 7, 8),
                    help="speed grade (default: nextpnr's, 8 for LFE5UM5G parts, else 6)")
-    p.add_argument("--seed", type=int, default=1, help="placer seed (default: 1)")
+    p.add_argument("--seed", type=int, default=1, help="first placer seed (default: 1)")
+    p.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
+                   help=f"placer seeds, from --seed on; Fmax is their median "
+                        f"(default: {DEFAULT_SEEDS})")
     p.add_argument("--clock", default="clk", metavar="PORT",
                    help="clock whose Fmax is reported as fmax_mhz (default: clk)")
     p.add_argument("--workdir", type=Path, metavar="DIR",
@@ -326,7 +507,9 @@ def run(args):
     try:
         result = synthesize(verilog_text, top, device=args.device, package=args.package,
                             clock_port=args.clock, workdir=args.workdir, seed=args.seed,
-                            speed=args.speed)
+                            seeds=args.seeds, speed=args.speed,
+                            progress=lambda line: print(f"ethlink synth: {line}",
+                                                        file=sys.stderr, flush=True))
     except (RuntimeError, ValueError) as error:
         print(f"ethlink synth: error: {error}", file=sys.stderr)
         return 1
