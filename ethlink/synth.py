@@ -347,16 +347,14 @@ def _run_tool(name, command, cwd, log=None):
 
 
 def _place_and_route(work, subdir, command, kept):
-    """nextpnr in ``work / subdir`` on the netlist in ``work``; returns ``(report, seconds)``."""
+    """nextpnr in ``work / subdir`` on the netlist in ``work``; returns its report."""
     run_dir = work / subdir
     run_dir.mkdir(exist_ok=True)
     (run_dir / _REPORT).unlink(missing_ok=True)      # never read a previous run's results
     command = [f"../{_NETLIST}" if arg == _NETLIST else arg for arg in command]
-    start = time.monotonic()
     _run_tool("nextpnr-ecp5", command, run_dir, run_dir / _NEXTPNR_LOG if kept else None)
-    seconds = time.monotonic() - start
     try:
-        return json.loads((run_dir / _REPORT).read_text()), seconds
+        return json.loads((run_dir / _REPORT).read_text())
     except (OSError, ValueError) as error:
         raise RuntimeError(f"nextpnr-ecp5 wrote no readable report: {error}") from error
 
@@ -427,7 +425,7 @@ def synthesize(verilog_text: str, top: str, device: str = DEFAULT_DEVICE,
                 lambda s: _place_and_route(work, f"seed{s}", commands[s], kept), seed_list)))
         seconds = time.monotonic() - start
 
-    results = {s: parse_report(report, clock_port) for s, (report, _) in runs.items()}
+    results = {s: parse_report(report, clock_port) for s, report in runs.items()}
     fmax = {s: result["fmax_mhz"] for s, result in results.items()}
     timed = sorted((mhz, s) for s, mhz in fmax.items() if mhz is not None)
     # The seed at the median (the lower middle one for an even count) gives the utilisation
@@ -442,7 +440,7 @@ def synthesize(verilog_text: str, top: str, device: str = DEFAULT_DEVICE,
         "fmax_min_mhz": timed[0][0] if timed else None,
         "fmax_max_mhz": timed[-1][0] if timed else None,
         "fmax_by_seed": {str(s): mhz for s, mhz in fmax.items()},
-        "critical_path": critical_path(runs[median_seed][0], clock_port),
+        "critical_path": critical_path(runs[median_seed], clock_port),
         "blocks": blocks,
         "target_mhz": float(target_mhz),
         "seeds": seed_list,
