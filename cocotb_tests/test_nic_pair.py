@@ -4,10 +4,15 @@ cocotbext-axi's AXI RAM is each NIC's memory, the golden target model stands bes
 
 * ``traffic``: both GPUs issue random loads and stores of every size at the same time (up to 32
   outstanding each), inside and outside the windows, with random idles, back-pressure on the
-  completions and pauses on every AXI channel, over lines with raw bit errors. Every request completes exactly once with
-  the model's status (no TIMEOUT: the links lose nothing), load data and both memories are
-  compared octet for octet, the link layer must have replayed, and the frames each port sent
-  must be exactly those the path-selection model sends there (spreading).
+  completions and pauses on every AXI channel, over lines with raw bit errors. Every request
+  completes exactly once with the model's status (no TIMEOUT: the links lose nothing), load
+  data and both memories are compared octet for octet, the link layer must have replayed, and
+  the frames each port sent must be exactly those the path-selection model sends there
+  (spreading). Then A stores one
+  256 B line at a time, a burst of bit errors put into each store's first transmission, until
+  a request that B's VC 0 buffer passed on to its idle target ends bad: in every run requests
+  and responses (VC 0 and 1) end bad after they were passed on, and are seen to leave no
+  trace.
 * ``rdma``: both GPUs' DMA engines WRITE to and READ from each other at once (messages of 1
   octet to several MTUs, inside and outside the RDMA windows, some misaligned), with the same
   idles, back-pressure, pauses and bit errors. Every command completes once with the golden
@@ -31,13 +36,13 @@ import random
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamFrame
 
 from ethlink.rtl.nic import csr
 from ethlink.rtl.nic.ls_requester import CompletionStatus
 from ethlink.rtl.nic.nic import Nic, NIC_VCS
-from ethlink.rtl.wire import LcwType, SEN_PAYLOAD
+from ethlink.rtl.wire import LcwType, LsSize, SEN_PAYLOAD, XgmiiControl
 from ethlink.sim.models.nic import Window
 from ethlink.sim.nic_pair_scenarios import probe_latency, run_link_loss
 from ethlink.sim.nic_pair_tb import (NicPairTB, PAIR_PARAMS, RdmaAreas, nic_params,
@@ -45,9 +50,11 @@ from ethlink.sim.nic_pair_tb import (NicPairTB, PAIR_PARAMS, RdmaAreas, nic_para
 from ethlink.sim.link_tb import lcw_tdata
 from ethlink.sim.nic_tb import command_octets
 from ethlink.sim.runner import export_params, run_cocotb
-from ethlink.sim.tb import wait_idle
+from ethlink.sim.tb import wait_idle, wait_until
 
 EXPORT = "nic_pair"
+#: At most this many single stores to see one passed on and end bad.
+PASS_ON_STORES = 32
 
 
 async def start_pair(dut, rng, **options):
@@ -55,6 +62,24 @@ async def start_pair(dut, rng, **options):
     pair = NicPairTB(dut, rng, **options)
     await pair.reset()
     return pair
+
+
+async def burst_into_next_frame(pair, direction, beat=4, bits=160):
+    """Flip ``bits`` consecutive line bits from about the ``beat``-th word after the next start
+    word sent on any port of ``direction`` (bits beyond what the FEC corrects)."""
+    lines = [pair.line(direction, p) for p in range(pair.ports)]
+    for line in lines:
+        line.set(burst_length=bits)
+    while True:
+        await RisingEdge(pair.dut.clk)
+        started = [line for line in lines if line.value("tap_txc") & 1
+                   and line.value("tap_txd") & 0xFF == XgmiiControl.START]
+        if started:
+            break
+    await ClockCycles(pair.dut.clk, beat - 1)
+    started[0].set(burst=1)
+    await RisingEdge(pair.dut.clk)
+    started[0].set(burst=0)
 
 
 @cocotb.test()
@@ -82,6 +107,32 @@ async def traffic(dut):
                     [(side.cpls, count) for side in pair.sides],
                     timeout_cycles=params["timeout_cycles"] * 4 + 400 * count)
     await ClockCycles(dut.clk, 200)
+
+    # Under that load B's target is mostly busy: a request usually waits whole in VC 0's buffer
+    # and, if bad, is rolled back there rather than passed on (some seeds pass none on). With
+    # the target idle a request is passed on as it arrives: A now stores 256 B (35 beats) one at
+    # a time, each with a burst of bit errors a few beats into its first transmission (longer
+    # than the FEC corrects), until one has ended bad after it was passed on.
+    def passed_bad():
+        return [sum(side.io.element(f"p{p}_count_passed_bad", vc)
+                    for side in pair.sides for p in range(pair.ports)) for vc in (0, 1)]
+
+    a, b = pair.sides
+    for tag in range(count, count + PASS_ON_STORES):
+        if passed_bad()[0]:
+            break
+        store = next(random_requests(rng, 1, lines, b.id, first_tag=tag, store_fraction=1.0,
+                                     sizes=(LsSize.B256,)))
+        requests[a.name].append(store)
+        hit = cocotb.start_soon(burst_into_next_frame(pair, "ab"))
+        expected[a.name].update(await a.issue([store]))
+        await wait_until(dut.clk, lambda: a.cpls.count() == len(expected[a.name]),
+                         params["timeout_cycles"] * 2, f"store {tag} did not complete")
+        assert hit.done(), f"store {tag}: no start word seen on A's lines"
+    dut._log.info(f"single stores with a burst: {len(requests[a.name]) - count}; ended bad "
+                  f"after they were passed on, VC 0/1: {passed_bad()}")
+    await ClockCycles(dut.clk, 200)
+
     for side in pair.sides:
         order, errors = await side.collect_completions(expected[side.name])
         assert not errors, errors
@@ -102,9 +153,8 @@ async def traffic(dut):
     # Some damaged L/S requests (VC 0) and responses (VC 1) had begun to reach the target or
     # the requester when the link found them bad: they ended with an error, and the checks
     # above show they left no trace (no completion, no memory access, no mismatch).
-    passed_bad = [sum(side.io.element(f"p{p}_count_passed_bad", vc)
-                      for side in pair.sides for p in range(pair.ports)) for vc in (0, 1)]
-    assert all(passed_bad), f"frames ended bad after they were passed on, VC 0/1: {passed_bad}"
+    assert all(passed_bad()), \
+        f"frames ended bad after they were passed on, VC 0/1: {passed_bad()}"
 
     # Spreading: every request (VC 0) and response (VC 1) left on the port the
     # path-selection model picks for it, and every port carried requests.
