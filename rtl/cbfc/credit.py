@@ -216,7 +216,9 @@ class CreditReceiver(wiring.Component):
     * ``limit = freed + capacity`` goes out in a CREDIT_UPDATE on ``lcw_tx`` when it moved by at
       least ``update_threshold`` (0: an eighth of the credits advertised, at least 1) since
       the last one sent for that VC, and for every VC every
-      ``update_period`` cycles (so a lost update is repaired).
+      ``update_period`` cycles (so a lost update is repaired). The value an update carries
+      is ``offered``: ``limit`` a cycle ago (a register, so that the update logic starts from
+      registers; a limit only grows, so the buffer has room for it).
     * ``sync`` (``sync_vc``, ``sync_value``): a CREDIT_SYNC, offered only once every frame that
       came before it has arrived (:class:`~.cbfc_rx.CbfcRx` orders it). If it claims ``d`` > 0
       credits more than ``received``, those frames were lost: ``received`` and ``freed`` both
@@ -230,8 +232,8 @@ class CreditReceiver(wiring.Component):
       in reset: a lower value takes effect for the sender only after what it was already
       given drains (it rejects a limit going backwards), a buffer never overflows either way.
 
-    Latency: every input acts at the next clock edge; an update is requested in the cycle
-    after the limit moved.
+    Latency: every input acts at the next clock edge; an update is requested 2 cycles after
+    the limit moved (``offered``, then the threshold compare, each a register).
     """
     def __init__(self, vcs, capacity, *, update_threshold=8, update_period=1024,
                  counter_init=0):
@@ -253,6 +255,7 @@ class CreditReceiver(wiring.Component):
             "received": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "freed": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "offered": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "occupancy": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "count": Out(Counters(self.COUNTERS)),
         })
@@ -311,13 +314,23 @@ class CreditReceiver(wiring.Component):
             m.d.comb += threshold.eq(self.update_threshold)
         else:
             m.d.comb += threshold.eq(Mux(capacity[3:] == 0, 1, capacity[3:]))
+        # The update logic starts from registers, not from the sum ``freed + capacity``: the
+        # limit an update carries (``offered``) is ``limit`` a cycle ago, and whether it moved
+        # by the threshold is registered too. A limit only grows, so a value a cycle old is one
+        # the buffer still has room for.
+        offered = [Signal(CREDIT_BITS, init=init, name=f"offered{v}") for v in range(n)]
         moved = Signal(n)
-        for v in range(n):
-            m.d.comb += moved[v].eq((limit[v] - advertised[v])[:CREDIT_BITS] >= threshold)
-        vc, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_UPDATE, limit,
+        vc, sent_one = credit_lcws(m, self.lcw_tx, LcwType.CREDIT_UPDATE, offered,
                                    self.update_period, moved)
         counters.updates_sent.increment(m, sent_one)
         for v in range(n):
-            with m.If(sent_one & (vc == v)):
-                m.d.sync += advertised[v].eq(limit[v])
+            sending = sent_one & (vc == v)
+            m.d.comb += self.offered[v].eq(offered[v])
+            m.d.sync += [
+                offered[v].eq(limit[v]),
+                moved[v].eq(~sending & ((offered[v] - advertised[v])[:CREDIT_BITS]
+                                        >= threshold)),
+            ]
+            with m.If(sending):
+                m.d.sync += advertised[v].eq(offered[v])
         return m

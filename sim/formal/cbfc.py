@@ -46,7 +46,9 @@ asserted as well (each a property of the system in its own right), for every VC:
 * a CREDIT_UPDATE in its line is behind the receiver's current limit, and a CREDIT_SYNC behind
   the sender's current ``settled``, by at most the line's *slack*: a limit grows by at most
   one drain and one leak (≤ ``capacity``) a cycle, ``settled`` by one release, so the slack
-  is that growth times the cycles the word has waited, at most ``line_age`` cycles.
+  is that growth times the cycles the word has waited, at most ``line_age`` cycles, and for
+  an update one cycle more (it carries ``offered``, the limit of the cycle before, which is
+  behind the limit by at most one cycle's growth).
 
 The induction step is checked in parts (:attr:`CbfcProof.PARTS`, one task each): a part's
 properties hold after a step from any state where *all* properties held. Together the parts
@@ -212,13 +214,14 @@ class CbfcProof(Elaboratable):
         ]
 
         # --- one-word lines for the LCWs, in order, lossy, delay below line_age -----------------
-        def lcw_line(name, source, take, lose, step):
+        def lcw_line(name, source, take, lose, step, lag=0):
             """A line taking words from ``source`` when ``take`` (dropping them if ``lose``).
             ``step`` bounds how far the value a word carries moves on at its source in a
-            cycle; ``slack`` bounds how far it has moved on since the word was taken."""
+            cycle, ``lag`` how many cycles old that value is when the word is offered;
+            ``slack`` bounds how far it has moved on since the word was taken."""
             held = Signal(name=f"{name}_held")
             word = Signal.like(source.payload, name=f"{name}_word")
-            top = self.line_age * step
+            top = (self.line_age + lag) * step
             slack = Signal(range(top + step + 1), name=f"{name}_slack")
             m.d.comb += source.ready.eq(take)
             gone = Signal(name=f"{name}_gone")
@@ -228,14 +231,16 @@ class CbfcProof(Elaboratable):
             with m.If(held):
                 m.d.sync += slack.eq(slack + step)
             with m.If(source.valid & take & ~lose):
-                m.d.sync += [held.eq(1), word.eq(source.payload), slack.eq(step)]
+                m.d.sync += [held.eq(1), word.eq(source.payload), slack.eq((lag + 1) * step)]
             check("lines", slack <= top, when=held)
             return held, word, slack, gone
 
         # A receiver's limit grows by at most one drain and one leak (≤ capacity) a cycle, the
         # sender's settled by one release.
+        # An update carries the limit of the cycle before (``offered``).
+        upd_step = self.max_cost + cap
         upd_held, upd_word, upd_slack, upd_gone = lcw_line(
-            "upd", rx.lcw_tx, self.upd_take, self.upd_lose, self.max_cost + cap)
+            "upd", rx.lcw_tx, self.upd_take, self.upd_lose, upd_step, lag=1)
         m.d.comb += [tx.lcw_rx.valid.eq(upd_held & self.upd_deliver),
                      tx.lcw_rx.payload.eq(upd_word), upd_gone.eq(tx.lcw_rx.valid)]
         sync_held, sync_word, sync_slack, sync_gone = lcw_line(
@@ -285,6 +290,7 @@ class CbfcProof(Elaboratable):
             # most the line's slack.
             check("lines", _behind(rx.limit[v], upd_value) <= upd_slack,
                   when=upd_held & (upd_vc == v))
+            check("lines", _behind(rx.limit[v], rx.offered[v]) <= upd_step)
             check("lines", _behind(tx.settled[v], sync_value) <= sync_slack,
                   when=sync_held & (rx.sync_vc == v))
 

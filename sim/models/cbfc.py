@@ -91,6 +91,10 @@ class CreditReceiverModel:
         self.received = [init] * vcs
         self.freed = [init] * vcs
         self.advertised = [init] * vcs
+        # An update carries the limit of the cycle before (``offered``) and is due when that
+        # moved by the threshold, as seen a cycle before (``moved``): docs/cbfc.md.
+        self.offered = [init] * vcs
+        self.moved = set()
         self.timer = 0
         self.periodic = set()
         self.counts = {"count_updates_sent": 0, "count_syncs_received": 0,
@@ -110,16 +114,11 @@ class CreditReceiverModel:
         capacity = credits if 0 < credits <= self.capacity else self.capacity
         return max(1, capacity // 8)
 
-    def _due(self, credits):
-        return sorted(self.periodic | {v for v in range(self.vcs)
-                                       if (self.limit(v, credits) - self.advertised[v]) % MOD
-                                       >= self.threshold(credits)})
-
     def lcw_tx(self, credits=0):
-        due = self._due(credits)
+        due = sorted(self.periodic | self.moved)
         if not due:
             return None
-        return _word(LcwType.CREDIT_UPDATE, due[0], self.limit(due[0], credits))
+        return _word(LcwType.CREDIT_UPDATE, due[0], self.offered[due[0]])
 
     def sync_ready(self, arrive, arrive_vc, sync_vc):
         return not (arrive and arrive_vc == sync_vc)
@@ -141,11 +140,17 @@ class CreditReceiverModel:
                     if 0 < gap < _HALF:
                         leak = gap
                         self.counts["count_leaked_credits"] += gap
+        sending = None
         if offered is not None and lcw_tx_ready:
-            vc = CREDIT_PAYLOAD.from_int(offered[1])["vc"]
+            sending = CREDIT_PAYLOAD.from_int(offered[1])["vc"]
             self.counts["count_updates_sent"] += 1
-            self.advertised[vc] = self.limit(vc, credits)
-            self.periodic.discard(vc)
+        self.moved = {v for v in range(self.vcs) if v != sending
+                      and (self.offered[v] - self.advertised[v]) % MOD
+                      >= self.threshold(credits)}
+        if sending is not None:
+            self.advertised[sending] = self.offered[sending]
+            self.periodic.discard(sending)
+        self.offered = [self.limit(v, credits) for v in range(self.vcs)]
         for v in range(self.vcs):
             add_r = (arrive_cost if arrive and arrive_vc == v else 0)
             add_f = (drain_cost if drain and drain_vc == v else 0)
