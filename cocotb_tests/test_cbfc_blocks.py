@@ -95,10 +95,12 @@ def test_cbfc_rx():
         assert ctx.get(dut.freed[0]) == frame_cost(100, 64)
         # A frame of VC 5 (this end has 2): dropped and counted.
         await send(ctx, clock, dut.i, vc_body(rng, 5, 1, 50))
+        await ctx.tick().repeat(2)          # a counter shows an event 2 cycles after it
         assert ctx.get(dut.count.bad_vc) == 1
         # One whose VC reads 6 and that the link layer found bad (a bit error in its OEFH):
         # the MAC's count, not a bad VC.
         await send(ctx, clock, dut.i, vc_body(rng, 6, 2, 50), error=True)
+        await ctx.tick().repeat(2)
         assert ctx.get(dut.count.bad_vc) == 1
         # VC 1 stopped and its sender ignoring credits: 4096 octets hold 16 frames of 256
         # octets (and one word in the output register); the 17th and 18th overrun the buffer

@@ -37,7 +37,9 @@ def _lcw(rng, vcs, near):
 
 
 def _check_lcw_and_counters(ctx, dut, offered, counts, cycle):
-    """The LCW the block offers and its counters equal the model's; True if it offers one."""
+    """The LCW the block offers equals the model's, and its counters the model's ``counts`` of
+    a cycle before (a counter registers its events, :class:`SaturatingCounter`); True if it
+    offers an LCW."""
     assert ctx.get(dut.lcw_tx.valid) == (offered is not None), cycle
     if offered is not None:
         assert (ctx.get(dut.lcw_tx.payload.type),
@@ -64,6 +66,7 @@ def test_sender_matches_model(seed):
     stats = {"granted": 0, "refused": 0, "bogus": 0, "syncs": 0}
 
     async def bench(ctx):
+        counts, stalls = dict(model.counts), list(model.stalls)     # as the counters show them
         for cycle in range(CYCLES):
             costs = [rng.randint(1, max_frame_cost(32)) for _ in range(VCS)]
             waiting = [rng.random() < 0.7 for _ in range(VCS)]
@@ -93,9 +96,10 @@ def test_sender_matches_model(seed):
                 assert ctx.get(dut.sent[v]) == model.sent[v], (cycle, v)
                 assert ctx.get(dut.limit[v]) == model.limit[v], (cycle, v)
                 assert ctx.get(dut.settled[v]) == model.settled[v], (cycle, v)
-                assert ctx.get(dut.count.stall_cycles[v]) == model.stalls[v], (cycle, v)
-            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(), model.counts, cycle):
+                assert ctx.get(dut.count.stall_cycles[v]) == stalls[v], (cycle, v)
+            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(), counts, cycle):
                 stats["syncs"] += ready
+            counts, stalls = dict(model.counts), list(model.stalls)
             granted = model.step(costs, waiting, take, take_vc, release, release_vc,
                                  release_cost, lcw, ready)
             assert ctx.get(dut.granted) == granted, cycle
@@ -122,6 +126,7 @@ def test_receiver_matches_model(seed, threshold):
 
     async def bench(ctx):
         credits = 0
+        counts = dict(model.counts)                 # as the counters show them, a cycle late
         for cycle in range(CYCLES):
             if cycle % 500 == 0:
                 credits = rng.choice([0, 0, 10, 25, 40])
@@ -152,8 +157,9 @@ def test_receiver_matches_model(seed, threshold):
                 assert ctx.get(dut.occupancy[v]) == model.occupancy(v), (cycle, v)
             assert ctx.get(dut.sync_ready) == model.sync_ready(arrive, arrive_vc, sync_vc)
             stats["deferred"] += sync and not model.sync_ready(arrive, arrive_vc, sync_vc)
-            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(credits), model.counts, cycle):
+            if _check_lcw_and_counters(ctx, dut, model.lcw_tx(credits), counts, cycle):
                 stats["updates"] += ready
+            counts = dict(model.counts)
             model.step(arrive, arrive_vc, arrive_cost, drain, drain_vc, drain_cost, sync,
                        sync_vc, sync_value, ready, credits)
             await ctx.tick()

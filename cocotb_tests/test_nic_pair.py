@@ -283,6 +283,7 @@ async def failover(dut):
                     timeout_cycles=params["timeout_cycles"] // 8)
     got = sorted([await a.rdma_completion() for _ in commands])
     assert got == [(cmd.id, CompletionStatus.UNREACHABLE) for cmd in commands]
+    await ClockCycles(dut.clk, 2)           # a counter shows an event 2 cycles after it
     assert a.value("count_unroutable") == 5 + packets
     assert a.value("rdma_count_unreachable") == len(commands)
     for name in ("timeouts", "stale_fails", "fail_overflows"):

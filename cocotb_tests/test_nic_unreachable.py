@@ -175,6 +175,7 @@ def test_rdma_partly_unreachable_write():
                 assert watch.frames_out == out + 3
             else:
                 assert waited < 200, f"the last packet's drop completed it {waited} cycles on"
+        await ctx.tick().repeat(2)          # a counter shows an event 2 cycles after it
         assert ctx.get(req.count.unreachable) == 2
         assert ctx.get(req.count.timeouts) == 0
 

@@ -9,7 +9,7 @@ MAC's under ``mac_tx``). At a Verilog export ``count.frames_sent`` becomes ``cou
 and ``count.mac_tx.frames`` ``count_mac_tx_frames``.
 """
 
-from amaranth.hdl import Signal, Mux
+from amaranth.hdl import Elaboratable, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
@@ -23,29 +23,77 @@ COUNTER_WIDTH = 32
 class SaturatingCounter:
     """A :data:`COUNTER_WIDTH`-bit event counter that sticks at its maximum instead of wrapping.
 
-    ``counter.increment(m, condition)`` adds the (synchronous) increment to module ``m``;
+    ``counter.increment(m, condition)`` counts ``condition`` in module ``m``;
     ``counter.add(m, amount, condition)`` adds ``amount``; ``counter.track_max(m, value)``
-    keeps the largest value seen (a high-water mark).
+    keeps the largest value seen (a high-water mark). A counter is counted from one module;
+    in it, the call made last in the code wins a cycle where several hold.
+
+    Latency: an event (or an amount, or a value) is registered before it is counted, so a
+    counter shows the events of cycle *t* from cycle *t* + 2 on, a cycle after the block's
+    other registers. Nothing in a datapath waits on a counter, and the register keeps the
+    event's logic and the counter's carry chain in separate cycles (on the ECP5 a counter was
+    the end of the critical path of ``cbfc_end``, ``nic_reachability`` and ``nic``).
     """
     def __init__(self, name, width=COUNTER_WIDTH):
         self.value = Signal(width, name=name)
+        self._core = None
+
+    def _core_of(self, m, kind, shape=1):
+        """The counter's :class:`_CounterCore`, made in ``m`` at the first call."""
+        if self._core is None:
+            self._core = _CounterCore(self.value, kind, shape)
+            m.submodules[f"{self.value.name}_core"] = self._core
+        elif self._core.kind != kind:
+            raise ValueError(f"counter {self.value.name!r} is counted two ways")
+        return self._core
 
     def increment(self, m, condition):
-        with m.If(condition & (self.value != (1 << len(self.value)) - 1)):
-            m.d.sync += self.value.eq(self.value + 1)
+        core = self._core_of(m, "count")
+        with m.If(condition):
+            m.d.sync += core.toggle.eq(~core.toggle)
 
     def add(self, m, amount, condition):
         """Add ``amount`` (an unsigned value) when ``condition``, sticking at the maximum."""
-        top = (1 << len(self.value)) - 1
-        total = Signal(len(self.value) + 1, name=f"{self.value.name}_sum")
-        m.d.comb += total.eq(self.value + amount)
+        core = self._core_of(m, "add", Value.cast(amount).shape())
         with m.If(condition):
-            m.d.sync += self.value.eq(Mux(total > top, top, total))
+            m.d.sync += [core.toggle.eq(~core.toggle), core.amount.eq(amount)]
 
     def track_max(self, m, value):
         """Hold the largest ``value`` seen (a high-water mark; never above what it measures)."""
-        with m.If(value > self.value):
-            m.d.sync += self.value.eq(value)
+        core = self._core_of(m, "max", Value.cast(value).shape())
+        m.d.sync += core.amount.eq(value)
+
+
+class _CounterCore(Elaboratable):
+    """The counting register ``value`` of one :class:`SaturatingCounter`, a cycle behind the
+    events: the block that counts flips ``toggle`` (and sets ``amount``) in the cycle after an
+    event, under its own conditions, and this module, outside them, counts a cycle where
+    ``toggle`` changed (``kind`` ``"count"``: by 1, ``"add"``: by ``amount``, saturating;
+    ``"max"``: keeps the largest ``amount``, which the block registers every cycle)."""
+    def __init__(self, value, kind, shape):
+        self.value, self.kind = value, kind
+        self.toggle = Signal(name=f"{value.name}_toggle")
+        self.amount = Signal(shape, name=f"{value.name}_amount")
+
+    def elaborate(self, platform):
+        m = Module()
+        value = self.value
+        if self.kind == "max":
+            with m.If(self.amount > value):
+                m.d.sync += value.eq(self.amount)
+            return m
+        seen = Signal(name=f"{value.name}_seen")
+        m.d.sync += seen.eq(self.toggle)
+        top = (1 << len(value)) - 1
+        with m.If(seen != self.toggle):
+            if self.kind == "count":
+                with m.If(value != top):
+                    m.d.sync += value.eq(value + 1)
+            else:
+                total = Signal(len(value) + 1, name=f"{value.name}_sum")
+                m.d.comb += total.eq(value + self.amount)
+                m.d.sync += value.eq(Mux(total > top, top, total))
+        return m
 
 
 def Counters(names=(), *, arrays=None, groups=None, members=None):
