@@ -8,11 +8,10 @@ cocotbext-axi's AXI RAM is each NIC's memory, the golden target model stands bes
   completes exactly once with the model's status (no TIMEOUT: the links lose nothing), load
   data and both memories are compared octet for octet, the link layer must have replayed, and
   the frames each port sent must be exactly those the path-selection model sends there
-  (spreading). Then A stores one
-  256 B line at a time, a burst of bit errors put into each store's first transmission, until
-  a request that B's VC 0 buffer passed on to its idle target ends bad: in every run requests
-  and responses (VC 0 and 1) end bad after they were passed on, and are seen to leave no
-  trace.
+  (spreading). Then A stores one 256 B line at a time, a burst of bit errors put into each
+  store's first transmission, until a request that B's VC 0 buffer passed on to its idle
+  target ends bad: in every run requests and responses (VC 0 and 1) end bad after they were
+  passed on, and are seen to leave no trace.
 * ``rdma``: both GPUs' DMA engines WRITE to and READ from each other at once (messages of 1
   octet to several MTUs, inside and outside the RDMA windows, some misaligned), with the same
   idles, back-pressure, pauses and bit errors. Every command completes once with the golden
