@@ -86,10 +86,14 @@ def run_link_demo(clock_mhz=156.25, scenario=None):
 
 #: The NIC part of the demo: two NICs back to back (two ports, one with FEC), both GPUs issuing
 #: random loads and stores to each other with no idle and up to ``window`` outstanding while
-#: both DMA engines run ``rdma_commands`` random RDMA WRITEs and READs each, every line with
-#: raw bit errors.
-DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "rdma_commands": 100, "ber": 1e-4,
-                        "seed": 1}
+#: both DMA engines run ``rdma_commands`` random RDMA WRITEs and READs each, up to
+#: ``rdma_window`` outstanding, every line with raw bit errors. The ports serve L/S first, so
+#: under this saturating L/S load an RDMA command's latency grows with the commands queued
+#: ahead of it (about 400 cycles each at the far target); ``rdma_window`` keeps it inside the
+#: pair's ``timeout_cycles`` (4000) with room to spare: with every message id outstanding (16)
+#: commands wait up to about 6000 cycles and time out (docs/rdma.md §4, "Timeouts").
+DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "rdma_commands": 100, "rdma_window": 4,
+                        "ber": 1e-4, "seed": 1}
 
 
 def run_nic_demo(clock_mhz=156.25, scenario=None):
@@ -211,17 +215,18 @@ def _nic_lines(nic, ns):
             f"{lat['max']:>6} {lat['mean']:>8}",
             f"  L/S payload goodput {nic['goodput_octets_per_cycle']} octets/cycle "
             f"({nic['goodput_gbps']} Gb/s at {ns:.2f} ns/cycle); frames per port and VC "
-            f"{nic['frames_per_port']}"] + _rdma_lines(nic["rdma"], ns)
+            f"{nic['frames_per_port']}"] + _rdma_lines(nic["rdma"], nic["scenario"], ns)
 
 
-def _rdma_lines(rdma, ns):
+def _rdma_lines(rdma, scenario, ns):
     if not rdma["commands"]:
         return []
     lat = rdma["latency_cycles"]
     statuses = ", ".join(f"{name} {count}" for name, count in rdma["statuses"].items())
+    window = scenario.get("rdma_window") or "every message id"
     return [f"  at the same time {rdma['commands']} random RDMA WRITE/READ commands (1 octet "
-            f"to 1 KiB, some outside the windows or misaligned): {statuses}; "
-            f"{rdma['timeouts']} timeouts",
+            f"to 1 KiB, some outside the windows or misaligned; {window} outstanding per "
+            f"engine): {statuses}; {rdma['timeouts']} timeouts",
             f"  {'command -> cpl':18} {lat['min']:>6} {lat['p50']:>6} {lat['p99']:>6} "
             f"{lat['max']:>6} {lat['mean']:>8}",
             f"  RDMA payload goodput {rdma['goodput_octets_per_cycle']} octets/cycle "

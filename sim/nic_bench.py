@@ -124,8 +124,9 @@ async def pair(dut):
     through two NICs), then both GPUs issuing random loads and stores to each other with no
     idle, each keeping ``window`` requests outstanding, over lines of raw bit error rate
     ``ber``, and (with ``rdma_commands``) both DMA engines running that many random RDMA
-    commands each at the same time: latency of every L/S request (taken → completion taken)
-    and RDMA command, payload goodput, and every way completions, load data or memories
+    commands each at the same time, at most ``rdma_window`` outstanding (default: every
+    message id): latency of every L/S request (taken → completion taken) and RDMA command,
+    payload goodput, and every way completions, load data or memories
     differ from the golden models (``data_mismatches``, must be 0)."""
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     params = export_params()
@@ -153,7 +154,8 @@ async def pair(dut):
     requests = {side.name: list(random_requests(rng, count, ls_lines, side.peer.id, first_tag))
                 for side in pair.sides}
     start = pair.counter.now
-    rdma = [cocotb.start_soon(run_rdma(side, rng, rdma_commands)) for side in pair.sides]
+    rdma = [cocotb.start_soon(run_rdma(side, rng, rdma_commands, scenario.get("rdma_window")))
+            for side in pair.sides]
     tasks = [cocotb.start_soon(side.issue(requests[side.name], window))
              for side in pair.sides]
     expected = {side.name: await task for side, task in zip(pair.sides, tasks)}
