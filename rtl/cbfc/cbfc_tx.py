@@ -284,15 +284,25 @@ class CbfcTx(wiring.Component):
             allowed = allowed & ~halted
         m.d.comb += grant.eq(allowed)
         picked_empty = Signal()
-        m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick),
-                     push.addr.eq(w_ptr[:-1]), push.en.eq(grant)]
+        picked = Signal.like(push.data)
+        m.d.comb += [credits.take.eq(grant), credits.take_vc.eq(pick)]
         for v in range(n):
             with m.If(pick == v):
-                m.d.comb += [push.data.eq(Cat(Const(v, 3), costs[v])),
-                             picked_empty.eq(empty[v])]
+                m.d.comb += [picked.eq(Cat(Const(v, 3), costs[v])), picked_empty.eq(empty[v])]
         with m.If(grant):
-            m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick), w_ptr.eq(w_ptr + 1),
+            m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick),
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
+        # The frame is recorded the cycle after its grant, so that the grant does not also
+        # drive the record's LUT-RAM write. Grants are at least 2 cycles apart (a frame has
+        # at least 2 beats, and the next grant waits for the last), so ``flight_full`` and
+        # ``w_ptr`` are up to date by the next grant; a record is released only once the LLR
+        # has acknowledged its frame, long after.
+        recording = Signal()
+        record = Signal.like(picked)
+        m.d.sync += [recording.eq(grant), record.eq(picked)]
+        m.d.comb += [push.addr.eq(w_ptr[:-1]), push.en.eq(recording), push.data.eq(record)]
+        with m.If(recording):
+            m.d.sync += w_ptr.eq(w_ptr + 1)
 
 
         # A bypassing frame is checked against the length its TH announced: one longer is cut

@@ -113,10 +113,12 @@ def _vc_array(width, vcs):
 class CreditSender(wiring.Component):
     """The sender's credit state for ``vcs`` VCs: may a frame start, and CREDIT_SYNC.
 
-    * ``ok[v]`` is high when ``(limit[v] − sent[v]) mod 2^20 ≥ cost[v]`` (combinational from
-      registers and ``cost``). ``take`` with ``take_vc`` starts a frame: ``sent += cost`` if
-      ``ok``; a ``take`` without ``ok`` is refused (``granted`` stays low), so no requester can
-      push ``sent`` past ``limit``.
+    * ``ok[v]`` is high when ``room[v] = (limit[v] − sent[v]) mod 2^20 ≥ cost[v]``. ``room``
+      is a register of its own, kept equal to that difference (proven with the rest), so
+      ``ok`` is one compare of ``cost`` with a register, with no subtraction before it (the
+      transmit grant waits for ``ok``). ``take`` with ``take_vc`` starts a frame:
+      ``sent += cost`` if ``ok``; a ``take`` without ``ok`` is refused (``granted`` stays
+      low), so no requester can push ``sent`` past ``limit``.
     * A CREDIT_UPDATE on ``lcw_rx`` for a VC below ``vcs`` sets ``limit`` when the new limit is
       neither behind ``sent`` nor behind the current ``limit`` (a receiver's limit only grows
       and never falls behind what it allowed); anything else is a bogus update, ignored and
@@ -147,6 +149,7 @@ class CreditSender(wiring.Component):
             "lcw_tx": Out(LcwStream()),
             "sent": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "limit": Out(_vc_array(CREDIT_BITS, self.vcs)),
+            "room": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "settled": Out(_vc_array(CREDIT_BITS, self.vcs)),
             "count": Out(self.counters(self.vcs)),
         })
@@ -164,11 +167,11 @@ class CreditSender(wiring.Component):
         counters = CounterBank(m, self.count)
 
         sent, limit, settled = (_per_vc(n, name, init) for name in ("sent", "limit", "settled"))
+        room = _per_vc(n, "room", 0)        # limit − sent: limit starts equal to sent
         for v in range(n):
-            room = _distance(m, limit[v], sent[v], f"room{v}")
             m.d.comb += [
-                self.ok[v].eq(room >= self.cost[v]),
-                self.sent[v].eq(sent[v]), self.limit[v].eq(limit[v]),
+                self.ok[v].eq(room[v] >= self.cost[v]),
+                self.sent[v].eq(sent[v]), self.limit[v].eq(limit[v]), self.room[v].eq(room[v]),
                 self.settled[v].eq(settled[v]),
             ]
             counters.stall_cycles[v].increment(m, self.waiting[v] & ~self.ok[v])
@@ -195,6 +198,14 @@ class CreditSender(wiring.Component):
                                          & credits_ahead(upd_limit, limit[v]))
                 with m.If(is_update & plausible):
                     m.d.sync += limit[v].eq(upd_limit)
+        # room follows limit − sent. Both differences a grant may choose between are formed
+        # from registers, the update and ``cost`` alone, beside the compare, so that the grant
+        # only selects one.
+        for v in range(n):
+            applied = is_update & plausible & (upd_vc == v)
+            base = Mux(applied, _distance(m, upd_limit, sent[v], f"room_updated{v}"), room[v])
+            spent = _distance(m, base, self.cost[v], f"room_spent{v}")
+            m.d.sync += room[v].eq(Mux(self.granted & (self.take_vc == v), spent, base))
         counters.updates_received.increment(m, is_update)
         counters.bogus_updates.increment(m, is_update & ~plausible)
 

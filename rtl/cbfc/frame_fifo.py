@@ -68,7 +68,7 @@ class FrameFifo(wiring.Component):
     frames : Out
         Frames wholly stored and not yet wholly sent.
     head_cost : Out(COST_BITS)
-        Cost of the oldest stored frame (the one ``o`` offers or is sending).
+        Cost of the oldest stored frame (the one ``o`` offers or is sending); a register.
     popped, popped_cost : Out(1), Out(COST_BITS)
         The last beat of a stored frame left on ``o`` (strobe), and that frame's cost.
     ended_bad : Out(1)
@@ -116,7 +116,7 @@ class FrameFifo(wiring.Component):
         wr = buffer.write_port()
         rd = buffer.read_port()
         cost_wr = costs.write_port()
-        cost_head = costs.read_port(domain="comb")
+        cost_next = costs.read_port(domain="comb")
 
         wr_ptr = Signal(AW + 1)
         commit = Signal(AW + 1)
@@ -196,9 +196,18 @@ class FrameFifo(wiring.Component):
                                        through=(writing, wr.data))
         else:
             sent_last = read_committed(m, rd, rd_ptr, commit, self.o)
-        m.d.comb += cost_head.addr.eq(cost_out[:FW])
+        # The head's cost is a register that follows the cost memory at the head (cost_out):
+        # the entry after it when the head leaves, the cost being stored when it is written
+        # there, so that a consumer's logic starts from a register, not from a LUT-RAM read.
+        head_cost = Signal(COST_BITS)
+        next_out = (cost_out + sent_last)[:FW]
+        m.d.comb += cost_next.addr.eq((cost_out + 1)[:FW])
+        with m.If(self.stored & (cost_in[:FW] == next_out)):
+            m.d.sync += head_cost.eq(cost)
+        with m.Elif(sent_last):
+            m.d.sync += head_cost.eq(cost_next.data)
         with m.If(sent_last):
             m.d.sync += cost_out.eq(cost_out + 1)
-        m.d.comb += [self.head_cost.eq(cost_head.data),
-                     self.popped.eq(sent_last), self.popped_cost.eq(cost_head.data)]
+        m.d.comb += [self.head_cost.eq(head_cost),
+                     self.popped.eq(sent_last), self.popped_cost.eq(head_cost)]
         return m

@@ -283,6 +283,7 @@ class CbfcProof(Elaboratable):
             check("received", _behind(resolved[v], rx.received[v]) <= cap)
             check("in_flight", _behind(tx.sent[v], resolved[v]) <= cap)
             check("limit", _behind(tx.limit[v], tx.sent[v]) <= cap)
+            check("limit", tx.room[v] == _behind(tx.limit[v], tx.sent[v]))
             check("rx_limit", _behind(tx.limit[v], rx.freed[v]) <= cap)
             check("leak", resolved[v] == (delivered[v] + lost[v])[:CREDIT_BITS])
             check("settled", _behind(resolved[v], tx.settled[v]) <= self.max_unsettled)
