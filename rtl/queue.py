@@ -7,7 +7,7 @@ from amaranth.lib.wiring import Out
 
 from .params import check_power_of_two
 
-__all__ = ["DualPushQueue"]
+__all__ = ["DualPushQueue", "TwoEntryFifo"]
 
 
 class DualPushQueue(wiring.Component):
@@ -79,4 +79,52 @@ class DualPushQueue(wiring.Component):
             rp.eq(rp + pop),
             self.level.eq(self.level + self.push0 + self.push1 - pop),
         ]
+        return m
+
+
+class TwoEntryFifo(wiring.Component):
+    """A first-in first-out queue of two entries in registers, whose head is a register.
+
+    It behaves as ``amaranth.lib.fifo.SyncFIFO(depth=2)`` does (an entry written in cycle *t*
+    is offered on ``r_stream`` in *t + 1*; ``level`` counts the entries; ``w_stream.ready``
+    is ``level != 2``), but ``r_stream.payload`` comes straight from a flip-flop, not through a
+    LUT-RAM read and its address, so a consumer's logic after the queue starts from a
+    register.
+
+    Members
+    -------
+    w_stream : In(stream.Signature(shape))
+    r_stream : Out(stream.Signature(shape))
+    level : Out(range(3))
+    """
+    def __init__(self, shape):
+        super().__init__({
+            "w_stream": wiring.In(stream.Signature(shape)),
+            "r_stream": Out(stream.Signature(shape)),
+            "level": Out(range(3)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        head = Signal.like(self.r_stream.payload)
+        tail = Signal.like(self.w_stream.payload)
+        level = self.level
+        write = self.w_stream.valid & self.w_stream.ready
+        read = self.r_stream.valid & self.r_stream.ready
+        m.d.comb += [
+            self.w_stream.ready.eq(level != 2),
+            self.r_stream.valid.eq(level != 0),
+            self.r_stream.payload.eq(head),
+        ]
+        # The entry written goes to the head when the head is free by the next cycle (empty,
+        # or one entry leaving now), else behind it; a read from a full queue moves the tail up.
+        # The tail matters only in a full queue, so every write may land there too: its
+        # enable does not wait for the consumer's ``ready``.
+        with m.If(write & ((level == 0) | (level == 1) & read)):
+            m.d.sync += head.eq(self.w_stream.payload)
+        with m.Elif(read & (level == 2)):
+            m.d.sync += head.eq(tail)
+        with m.If(write):
+            m.d.sync += tail.eq(self.w_stream.payload)
+        m.d.sync += level.eq(level + write - read)
         return m

@@ -6,12 +6,11 @@ counted).
 
 from amaranth.hdl import Module, Signal, Mux, Cat, C
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..counters import CounterBank, Counters
 from ..params import parameters
-from ..queue import DualPushQueue
+from ..queue import DualPushQueue, TwoEntryFifo
 from ..stream import (PacketLayout, PacketStream, VerdictPacketLayout, VerdictPacketStream,
                       BEAT_OCTETS, keep_count, count_to_keep)
 from ..wire import (OEFH, LS_TH, RDMA_TH, HEADER_OCTETS, HeaderLayout, Opcode, LsSize,
@@ -114,7 +113,8 @@ class OefhParser(wiring.Component):
         rdma_beat, rdma_off = header_geometry(HEADER_OCTETS, W)
 
         m.submodules.payload_q = payload_q = DualPushQueue(beat_layout, depth=4)
-        m.submodules.header_q = header_q = SyncFIFO(width=HeaderLayout().size, depth=2)
+        # The header's consumers (the engines' window checks) start from a register.
+        m.submodules.header_q = header_q = TwoEntryFifo(HeaderLayout())
         wiring.connect(m, wiring.flipped(self.o), payload_q.o)
         wiring.connect(m, header_q.r_stream, wiring.flipped(self.header))
 
