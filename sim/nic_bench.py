@@ -126,8 +126,8 @@ async def pair(dut):
     ``ber``, and (with ``rdma_commands``) both DMA engines running that many random RDMA
     commands each at the same time, at most ``rdma_window`` outstanding (default: every
     message id): latency of every L/S request (taken → completion taken) and RDMA command,
-    payload goodput, and every way completions, load data or memories
-    differ from the golden models (``data_mismatches``, must be 0)."""
+    payload goodput, and every way completions, load data or memories differ from the golden
+    models (``data_mismatches``, must be 0)."""
     scenario = json.loads(os.environ.get("ETHLINK_SCENARIO", "{}"))
     params = export_params()
     rng = random.Random(scenario.get("seed", 1))
