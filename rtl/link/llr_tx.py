@@ -499,12 +499,22 @@ class ReplayReader(wiring.Component):
     cycle it is given: the offered beat is dropped then, the first beat of the new frame is
     offered two cycles later.
     Throughput: one beat per cycle.
+
+    ``rd_addr`` (the next word read), ``rd_first`` (it starts frame ``send``), ``out_valid``
+    (the output register holds a beat), ``drain`` and ``drain_end`` (finishing a void frame,
+    up to that word) are its state, plain signals outside the signature for the formal checks
+    (sim/formal/llr.py).
     """
     COUNTERS = ("frames_sent", "frames_replayed")
 
     def __init__(self, words, frames):
         self.words, self.frames = words, frames
         aw, fw = exact_log2(words), exact_log2(frames)
+        self.rd_addr = Signal(aw)
+        self.rd_first = Signal(init=1)
+        self.out_valid = Signal()
+        self.drain = Signal()
+        self.drain_end = Signal(aw)
         super().__init__({
             "writer": In(WriterStatus(aw)),
             "buffer": Out(ReadPort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
@@ -531,9 +541,9 @@ class ReplayReader(wiring.Component):
 
         send = Signal(SEQ_BITS)
         sent_hi = Signal(SEQ_BITS)
-        rd_addr = Signal(AW)
-        rd_first = Signal(init=1)      # the next word read starts frame `send`
-        out_valid = Signal()
+        rd_addr = self.rd_addr
+        rd_first = self.rd_first       # the next word read starts frame `send`
+        out_valid = self.out_valid
         out_first = Signal()
         out_seq = Signal(SEQ_BITS)
         out_void = Signal()
@@ -541,8 +551,8 @@ class ReplayReader(wiring.Component):
         sending = (self.phase == TxState.ADVANCE)
         # Finishing a void frame: its words up to `drain_end` are still in the buffer, behind
         # the writer's address (the writer went back to the frame's first word and waits).
-        drain = Signal()
-        drain_end = Signal(AW)
+        drain = self.drain
+        drain_end = self.drain_end
         void_end = take & wrt.last & wrt.void       # frame `nxt` ends void this cycle
 
         complete = send != nxt         # frame `send` is wholly in the buffer
@@ -645,7 +655,8 @@ class ReplayControl(wiring.Component):
 
     In ADVANCE (``phase``), an ACK or NACK ``n`` with ``n`` + 1 in ``[head, sent_hi]`` moves
     ``head`` to ``n`` + 1 (progress when it moves); a NACK then replays from there, an ACK past
-    the frame being resent (``send``) skips to there. Others are ignored and counted. The
+    the frame being resent (``send``), or past the frame a jump carried out in the same cycle
+    goes to, skips to there (the reader never resends a frame no longer held). Others are ignored and counted. The
     replay timer counts while frames are outstanding and nothing happens; when it reaches the
     limit (``replay_timeout``, or automatic: 2·``rtt`` + :data:`AUTO_TIMEOUT_MARGIN` once
     ``rtt_valid``, else :data:`DEFAULT_REPLAY_TIMEOUT`) everything outstanding is replayed.
@@ -685,6 +696,9 @@ class ReplayControl(wiring.Component):
     timeout) is on ``jump`` that cycle, so a NACK in cycle *t* cuts the frame on the wire in
     *t* + 1. ``jump.flush`` depends on registers only.
     Throughput: one received LCW per cycle.
+
+    ``pending`` (a jump is registered for this cycle) is its state, a plain signal outside the
+    signature for the formal checks (sim/formal/llr.py).
     """
     COUNTERS = ("replays", "nacks_received", "acks_received", "out_of_window", "timeouts",
                 "flushes", "flushed_frames")
@@ -692,6 +706,7 @@ class ReplayControl(wiring.Component):
     def __init__(self, words, frames, replay_max):
         self.frames, self.replay_max = frames, replay_max
         aw, fw = exact_log2(words), exact_log2(frames)
+        self.pending = Signal(name="jump")
         super().__init__({
             "lcw_rx": In(LcwEvents()),
             "writer": In(WriterStatus(aw)),
@@ -728,7 +743,7 @@ class ReplayControl(wiring.Component):
 
         # A replay (or a skip past frames acknowledged while they were being resent) is
         # registered here and carried out in the next cycle.
-        jump = Signal()
+        jump = self.pending
         jump_to = Signal(SEQ_BITS)
         jump_is_replay = Signal()
         jump_is_timeout = Signal()
@@ -749,8 +764,10 @@ class ReplayControl(wiring.Component):
             answered = self.resending & (lcw_next == send)
             with m.If(is_nack & ~answered):
                 m.d.sync += [jump.eq(1), jump_to.eq(lcw_next), jump_is_replay.eq(1)]
-            with m.Elif(~seq_in_window(lcw_next, head, send)):
-                # Acknowledged beyond the frame being resent: skip what is already delivered.
+            with m.Elif(~seq_in_window(lcw_next, head, Mux(jump & live, jump_to, send))):
+                # Acknowledged beyond the frame being resent (or the frame a jump carried out
+                # now goes to): skip what is already delivered, so the reader never resends a
+                # frame that is no longer held (its words may be written over).
                 m.d.sync += [jump.eq(1), jump_to.eq(lcw_next)]
 
         timer = Signal(TIMER_BITS)

@@ -7,8 +7,9 @@ constrained only by what a link can do:
 
 * the upper layer offers frames of 1 or 2 beats whenever it likes (keeping the stream rules
   and the LLR's producer contract: no bubble inside a frame), and voids any of them with its
-  last beat; every beat carries its frame's *tag* (its number in the order offered, voided
-  frames included) and its beat index;
+  last beat; every beat carries its frame's *tag* (the number of frames not voided offered
+  before it, so a voided frame has the tag of the frame that reuses its sequence number), its
+  beat index, its length and, on the last beat of a voided frame, a void mark;
 * the frame line takes the sender's beats at any pace (``mac.ready``) and, per frame, loses
   it whole, delivers it corrupted (``user.error`` on its last beat, as a bad FCS or start
   check arrives from :class:`MacRx`) or delivers it intact (a void frame intact arrives as a
@@ -32,16 +33,41 @@ Properties, asserted in every cycle of every trace up to :data:`DEPTH` cycles fr
 3. **The replay buffer never overruns** (always): the writer never writes the first word of
    the oldest frame held, and never holds more frames than the start table has entries.
 
-These hold for every trace of the bound. Property 1 is not proven for all time: an
-inductive invariant tying the two buffers, the window and the expected sequence number
-together is not written yet. The
-sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
+These hold for every trace of the bound, and the check also asserts there, while no FLUSH
+has happened, that what the sender sends through the line keeps the rules the receiver's half
+of property 1 takes as given (below): the two halves meet. The sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
 and 4 frames, a receive buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS`
 of the RTL is set to 2 while the harness is elaborated: it only sizes the room checks), a
 replay timer of :data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``) show the
 events are reached within the bound: a void frame dropped by the receiver and a frame
 delivered after it, a replay followed by a delivery, the sender finishing a voided frame on
 the wire.
+
+**In order, exactly once (proven for all time, in two halves).** 1 is proven by
+assume-guarantee, each half by k-induction (``mode prove``; k = 1, plain induction, for the
+sender, :data:`SENDER_INDUCTION_DEPTH`; k = :data:`INDUCTION_DEPTH` for the receiver) with
+invariants written in its harness:
+
+* the sender (:class:`TxOrderProof`, task ``order_tx``): an ``LlrTx`` alone, in the
+  environment of the replay proof below with ``enable`` high and the upper layer's beats
+  labelled as above, sends every frame well formed — ``first`` exactly when the previous
+  frame ended or was cut by ``abort``, at most 2 beats, and a frame that ends without
+  ``user.void`` has every beat tagged with the low 8 bits of the frame's sequence number,
+  beat indices 0, 1 in order, its last beat where its length says; a beat with the void mark
+  goes out with ``user.void``; until a FLUSH, LLR_INIT (seq 0) leaves only in cycles before
+  the first frame beat;
+* the line (above) passes a frame beat for beat a cycle later, or loses it whole, and
+  whatever it corrupts, voids or cuts ends with ``user.error``; so the frames that reach the
+  receiver good are frames the sender sent whole and not void, and LLR_INIT arrives before
+  any frame beat (both lines have the same delay);
+* the receiver (:class:`RxOrderProof`, tasks ``order_rx`` buffered and ``order_rx_cut`` cut
+  through): an ``LlrRx`` alone whose input keeps those rules (and the MAC's contract), every
+  other input free, delivers the frames it delivers good with tags 0, 1, 2, … in order, each
+  whole and well formed.
+
+Tags count the frames offered and not voided, so the frames delivered are the frames offered,
+in order, each once, voided frames skipped (tags are 8 bits; the sender holds at most
+``buffer_frames`` − 1 frames, so no two of the frames it holds share a tag).
 
 **Bad and void frames (proven for all time).** 2, stronger, for an ``LlrRx`` alone
 (:class:`BadFrameProof`, buffered and cut through) whose inputs are free but for the MAC's
@@ -54,7 +80,7 @@ whose inputs are free but for the producer contract and one rule of the partner:
 NACK ``n`` that reaches it has ``n`` + 1 in [oldest unacknowledged, next frame written] (a
 partner acknowledges only frames it received whole, hence wholly written; ACK/NACKs outside
 the window change nothing, property 4). k-induction (``mode prove``, k =
-:data:`REPLAY_INDUCTION_DEPTH`) with the invariants written in the harness: the held frames lie
+:data:`INDUCTION_DEPTH`) with the invariants written in the harness: the held frames lie
 back to back in the buffer, 1 to ``MAX_FRAME_WORDS`` words each, as the start table says; the
 frame being written starts where its table entry says; a frame under way, and ``room`` (a
 cycle old), leave space for a longest frame. Two sizes: task ``replay`` (8 words, 4 frames:
@@ -74,21 +100,23 @@ which would not be a proof). Same sizes as above.
 
 import contextlib
 import shutil
+from types import SimpleNamespace
 from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.utils import exact_log2
-from amaranth.hdl import (Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module,
+from amaranth.hdl import (Array, Assert, Assume, Cat, ClockDomain, Const, Cover, Elaboratable, Module,
                           Mux, Signal)
 
 from . import run_sby, run_yosys
 from ...rtl.link import llr_rx, llr_tx
-from ...rtl.link.llr_rx import LlrRx
+from ...rtl.link.llr_rx import LlrRx, RxState
 from ...rtl.link.llr_tx import LlrTx, TxState
 from ...rtl.wire import LLR_PAYLOAD, SEQ_BITS, LcwType
 
-__all__ = ["LlrProof", "BadFrameProof", "ReplayProof", "WindowSide", "run_proof", "window_proof", "CHECKS", "PROOF_DEFAULTS", "DEPTH", "REPLAY_TIMEOUT",
-           "MAX_FRAME_WORDS"]
+__all__ = ["LlrProof", "TxOrderProof", "RxOrderProof", "BadFrameProof", "ReplayProof",
+           "WindowSide", "run_proof", "window_proof", "CHECKS", "PROOF_DEFAULTS", "DEPTH",
+           "INDUCTION_DEPTH", "SENDER_INDUCTION_DEPTH", "REPLAY_TIMEOUT", "MAX_FRAME_WORDS"]
 
 #: Longest frame in the harness, in words.
 MAX_FRAME_WORDS = 2
@@ -99,6 +127,16 @@ DEPTH = 14
 #: The configuration checked by default.
 PROOF_DEFAULTS = dict(buffer_words=8, buffer_frames=4, rx_buffer_words=8, replay_max=3,
                       ack_every=2, ack_timer=3, depth=DEPTH, cover_depth=DEPTH)
+
+
+#: Bits of a beat's data that hold its label (:func:`_label`); the harnesses look at no more.
+LABEL_BITS = 11
+
+
+def _label(data):
+    """The label the harnesses' upper layer puts in a beat's data: ``(tag, beat index,
+    2-beat frame, void mark)``, :data:`LABEL_BITS` bits."""
+    return data[:8], data[8], data[9], data[10]
 
 
 @contextlib.contextmanager
@@ -130,6 +168,14 @@ class _ProbedLlrTx(LlrTx):
         self.p_in_frame = Signal()
         self.p_head_start = Signal(16)
         self.p_draining = Signal()
+        aw = exact_log2(self.buffer_words)
+        self.p_rd_addr, self.p_drain_end = Signal(aw), Signal(aw)
+        self.p_rd_first, self.p_out_valid, self.p_drain = Signal(), Signal(), Signal()
+        self.p_pending, self.p_jump_flush = Signal(), Signal()
+        self.p_jump_to = Signal(SEQ_BITS)
+        words = self.buffer_words
+        self.p_words = [Signal(LABEL_BITS, name=f"p_word{k}") for k in range(words)]
+        self.p_lasts = [Signal(name=f"p_last{k}") for k in range(words)]
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
@@ -146,6 +192,16 @@ class _ProbedLlrTx(LlrTx):
         for k, probe in enumerate(self.p_starts):
             port = m.submodules.starts.read_port(domain="comb")
             m.d.comb += [port.addr.eq(k), probe.eq(port.data)]
+        for k, (probe, last) in enumerate(zip(self.p_words, self.p_lasts)):
+            port = m.submodules.buffer.read_port(domain="comb")
+            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data), last.eq(port.data.last)]
+        control = m.submodules.control
+        m.d.comb += [
+            self.p_rd_addr.eq(reader.rd_addr), self.p_drain_end.eq(reader.drain_end),
+            self.p_rd_first.eq(reader.rd_first), self.p_out_valid.eq(reader.out_valid),
+            self.p_drain.eq(reader.drain), self.p_pending.eq(control.pending),
+            self.p_jump_flush.eq(control.jump.flush), self.p_jump_to.eq(control.jump.to),
+        ]
         return m
 
 
@@ -161,20 +217,23 @@ class _ProbedLlrRx(_SmallLlrRx):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         aw = exact_log2(self.buffer_words)
-        self.p_words = [Signal(8 * 8, name=f"p_word{k}") for k in range(self.buffer_words)]
+        self.p_words = [Signal(LABEL_BITS, name=f"p_word{k}") for k in range(self.buffer_words)]
+        self.p_lasts = [Signal(name=f"p_last{k}") for k in range(self.buffer_words)]
         self.p_rd_ptr, self.p_commit, self.p_wr_ptr = (Signal(aw + 1) for _ in range(3))
         self.p_in_frame, self.p_taking, self.p_open = Signal(), Signal(), Signal()
+        self.p_expected = Signal(SEQ_BITS)
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
         acceptor = m.submodules.acceptor
-        m.d.comb += [self.p_in_frame.eq(acceptor.in_frame), self.p_taking.eq(acceptor.taking)]
+        m.d.comb += [self.p_in_frame.eq(acceptor.in_frame), self.p_taking.eq(acceptor.taking),
+                     self.p_expected.eq(acceptor.expected)]
         if self.cut_through:
             m.d.comb += self.p_open.eq(m.submodules.cut.open_)
             return m
-        for k, probe in enumerate(self.p_words):
+        for k, (probe, last) in enumerate(zip(self.p_words, self.p_lasts)):
             port = m.submodules.buffer.read_port(domain="comb")
-            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data)]
+            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data), last.eq(port.data.last)]
         m.d.comb += [self.p_rd_ptr.eq(m.submodules.delivery.rd_ptr),
                      self.p_commit.eq(m.submodules.writer.commit),
                      self.p_wr_ptr.eq(m.submodules.writer.wr_ptr)]
@@ -313,10 +372,15 @@ class LlrProof(_Harness):
             m.d.sync += flushed.eq(1)
         live = ~flushed & (tx.state != TxState.FLUSH)
 
+        # The halves of property 1 proven for all time meet here: what the sender sends
+        # through the line is what the receiver's half takes.
+        rules, _ = _receiver_input(m, rx)
+        with m.If(live):
+            m.d.comb += [Assert(rule) for rule in rules]
+
         # 1, 2: deliveries: tags 0, 1, 2, … in order, each frame whole, no void beat.
         o = rx.o
-        o_tag = o.payload.data[:8]
-        o_beat, o_len2, o_void = o.payload.data[8], o.payload.data[9], o.payload.data[10]
+        o_tag, o_beat, o_len2, o_void = _label(o.payload.data)
         delivered = Signal(8)           # frames delivered: the tag expected next
         out_beat = Signal()
         with m.If(o.valid & o.ready):
@@ -421,7 +485,8 @@ class ReplayProof(_Harness):
             with m.If(held > k):
                 m.d.comb += [Assert(after > dist[k]),
                              Assert(after - dist[k] <= MAX_FRAME_WORDS)]
-        m.d.comb += Assert(tail <= Mux(in_frame, MAX_FRAME_WORDS - 1, 0))
+        m.d.comb += [Assert(tail <= Mux(in_frame, MAX_FRAME_WORDS - 1, 0)),
+                     Assert(~in_frame | (tail >= 1))]
         with m.If(in_frame):
             with m.Switch(tx.p_nxt[:exact_log2(F)]):
                 for h in range(F):
@@ -434,20 +499,145 @@ class ReplayProof(_Harness):
             m.d.comb += Assert(held <= F - 1)
             with m.If(held != 0):
                 m.d.comb += Assert(dist_fs + tail <= W - MAX_FRAME_WORDS)
+        lengths = [(dist_fs if k + 1 == F else Mux(held == k + 1, dist_fs, dist[k + 1]))
+                   - dist[k] for k in range(F)]
+        self.layout = SimpleNamespace(held=held, starts=S, lengths=lengths, fs=fs,
+                                      dist_fs=dist_fs)
         return m
 
 
-class BadFrameProof(_Harness):
-    """Property 2 for all time, and more (see the module docstring): an ``LlrRx`` alone
-    (buffered, or ``cut_through``), every input free but for the MAC's contract, never
-    delivers a beat of a bad frame (buffered) / never ends a bad frame good (cut through).
-
-    The MAC's contract: frames of 1 or 2 beats (``first`` on the first; the MAC cuts longer
-    ones), ``user.void`` only with ``user.error``. Any frame may be *marked* (bit 0 of every
-    one of its beats set); a marked frame ends with ``user.error`` (a void frame always does).
-    Everything else — sequence numbers, LCWs (LLR_INIT included), ``o.ready`` — is free.
-    ``ports`` lists the free inputs.
+class TxOrderProof(ReplayProof):
+    """The sender's half of property 1 for all time (see the module docstring): an
+    ``LlrTx`` alone, its environment that of :class:`ReplayProof` with ``enable`` held high
+    and the upper layer's beats labelled (tag: the frames not voided offered before, beat
+    index, length, void mark), sends every frame well formed: each beat it sends carries the
+    tag equal to the low 8 bits of its frame's sequence number, beat indices 0, 1 in order,
+    the last beat the one its length says; a beat with the void mark goes out with
+    ``user.void``; a frame starts (``first``) exactly when the previous one ended or was cut
+    by ``abort``, and keeps its sequence number to its end. ``ports`` lists the free inputs.
     """
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        tx, L = self.tx, self.layout
+        W, F, AW, FW = self.words, self.frames, exact_log2(self.words), exact_log2(self.frames)
+        void, enable = self.inputs[2], self.inputs[7]
+        m.d.comb += Assume(enable)
+
+        # The upper layer labels its beats.
+        tag = Signal(8)
+        i_tag, i_index, i_len2, i_vmark = _label(tx.i.payload.data)
+        with m.If(tx.i.valid):
+            m.d.comb += [Assume(i_tag == tag), Assume(i_index == tx.p_in_frame),
+                         Assume(tx.i.payload.last == (i_index == i_len2)),
+                         Assume(i_vmark == (void & tx.i.payload.last))]
+        with m.If(tx.i.valid & tx.i.ready & tx.i.payload.last & ~void):
+            m.d.sync += tag.eq(tag + 1)
+
+        # The property, on every beat the MAC takes.
+        mac = tx.mac
+        taken = mac.valid & mac.ready
+        _, _, _, vmark = _label(mac.payload.data)
+        seq, ok, _, wire_seq, wire_ok = _labelled(m, taken, mac.payload, mac.payload.user.seq,
+                                                  "wire")
+        line_open = Signal()            # a frame has begun on the wire and not ended
+        with m.If(taken):
+            m.d.sync += line_open.eq(~mac.payload.last)
+        with m.Elif(tx.abort):
+            m.d.sync += line_open.eq(0)
+        with m.If(taken):
+            m.d.comb += [Assert(mac.payload.first == ~line_open),
+                         Assert(mac.payload.first | mac.payload.last),
+                         Assert(~vmark | mac.payload.user.void)]
+            with m.If(mac.payload.last & ~mac.payload.user.void):
+                m.d.comb += Assert(ok)
+        # Until a FLUSH, LLR_INIT (seq 0) leaves only in cycles before the first frame beat.
+        sent, flushed = Signal(), Signal()
+        with m.If(taken):
+            m.d.sync += sent.eq(1)
+        with m.If(tx.state == TxState.FLUSH):
+            m.d.sync += flushed.eq(1)
+        init = tx.lcw_tx
+        with m.If(init.valid & init.ready & ~flushed & (tx.state != TxState.FLUSH)):
+            m.d.comb += [Assert(~sent & ~taken),
+                         Assert(LLR_PAYLOAD.layout(init.payload.payload).seq == 0)]
+
+        # Inductive invariants. The buffer: every held frame (and the frame being written)
+        # is well formed, tagged with its sequence number.
+        words, lasts = Array(tx.p_words), Array(tx.p_lasts)
+
+        def word_is(addr, tag, index, len2, vmark, last):
+            w_tag, w_index, w_len2, w_vmark = _label(words[addr])
+            return [Assert(w_tag == tag[:8]), Assert(w_index == index), Assert(w_len2 == len2),
+                    Assert(w_vmark == vmark), Assert(lasts[addr] == last)]
+
+        nxt, head, held, fs = tx.p_nxt, tx.head, L.held, L.fs
+        m.d.comb += Assert(tag == nxt[:8])
+        for k in range(F):
+            start, two = L.starts[k], L.lengths[k] == 2
+            with m.If(held > k):
+                m.d.comb += word_is(start, head + k, 0, two, 0, ~two)
+                with m.If(two):
+                    m.d.comb += word_is((start + 1)[:AW], head + k, 1, 1, 0, 1)
+        with m.If(tx.p_in_frame):
+            m.d.comb += word_is(fs, nxt, 0, 1, 0, 0)
+
+        # The reader: frame ``send`` is held or being written; it reads from the frame's
+        # first word, or its second after the first; finishing a void frame, its last word is
+        # still there; the output register holds the word read, with its frame's number.
+        send, rd_addr, rd_first = tx.p_send, tx.p_rd_addr, tx.p_rd_first
+        out_valid, out = tx.p_out_valid, mac.payload
+        k_send = (send - head)[:SEQ_BITS]
+        start_send = Mux(send == nxt, fs, Array(L.starts)[k_send[:FW]])
+        with m.If(tx.p_pending & (tx.state != TxState.FLUSH)):
+            m.d.comb += [Assert(tx.abort), Assert((tx.p_jump_to - head)[:SEQ_BITS] <= held)]
+        m.d.comb += Assert(tx.state != TxState.OFF)
+        with m.If((tx.state == TxState.INIT) | (tx.state == TxState.FLUSH)):
+            m.d.comb += Assert(~out_valid)
+        with m.If(tx.state == TxState.INIT):
+            with m.If(~flushed):
+                m.d.comb += [Assert(~sent), Assert(head == 0)]
+        m.d.comb += Assert(~init.valid | ((tx.state == TxState.INIT)
+                                          & (LLR_PAYLOAD.layout(init.payload.payload).seq
+                                             == head)))
+        with m.If(~tx.abort):
+            m.d.comb += Assert(k_send <= held)
+            with m.If(tx.p_drain):
+                m.d.comb += [Assert(send == nxt), Assert(~tx.p_in_frame), Assert(~rd_first),
+                             Assert(rd_addr == (fs + 1)[:AW]),
+                             Assert(tx.p_drain_end == (fs + 2)[:AW])]
+                m.d.comb += word_is((fs + 1)[:AW], nxt, 1, 1, 1, 1)
+                with m.If(held != 0):
+                    m.d.comb += Assert(L.dist_fs <= W - MAX_FRAME_WORDS)
+            with m.Elif(rd_first):
+                m.d.comb += Assert(rd_addr == start_send)
+            with m.Else():
+                m.d.comb += [Assert(rd_addr == (start_send + 1)[:AW]),
+                             Assert(Mux(send == nxt, tx.p_in_frame,
+                                        Array(L.lengths)[k_send[:FW]] == 2))]
+            o_tag, o_index, o_len2, o_vmark = _label(out.data)
+            with m.If(out_valid):
+                m.d.comb += [Assert(o_tag == out.user.seq[:8]), Assert(o_index == ~out.first),
+                             Assert(o_vmark == out.user.void), Assert(~o_vmark | out.last),
+                             Assert(out.first | out.last),
+                             Assert(out.last == (o_index == o_len2)),
+                             Assert(line_open == ~out.first)]
+                with m.If(out.last):
+                    m.d.comb += [Assert(rd_first),
+                                 Assert(send == Mux(out.user.void, out.user.seq,
+                                                    out.user.seq + 1)[:SEQ_BITS])]
+                with m.Else():
+                    m.d.comb += [Assert(~rd_first), Assert(send == out.user.seq)]
+            with m.Else():
+                m.d.comb += Assert(line_open == ~rd_first)
+            with m.If(line_open):
+                m.d.comb += [Assert(wire_ok),
+                             Assert(wire_seq == Mux(out_valid, out.user.seq, send))]
+        return m
+
+
+class _RxHarness(_Harness):
+    """A harness of an ``LlrRx`` alone (``_ProbedLlrRx``, buffered or ``cut_through``) whose
+    inputs are all free ports: the MAC's beats, the LCWs, ``o.ready`` and ``lcw_tx.ready``."""
     def __init__(self, *, rx_buffer_words, ack_every, ack_timer, cut_through):
         self.words, self.cut_through = rx_buffer_words, cut_through
         self.rx = rx = _ProbedLlrRx(8 * rx_buffer_words, ack_every, ack_timer,
@@ -458,13 +648,30 @@ class BadFrameProof(_Harness):
             ("f_lcw", len(rx.lcw_rx.payload.as_value())), ("f_o_ready", 1),
             ("f_lcw_ready", 1))]
 
-    def elaborate(self, platform):
+    def _receiver(self):
         m = self._module()
         m.submodules.rx = rx = self.rx
-        valid, payload, lcw_valid, lcw_payload, o_ready, lcw_ready = self.inputs
+        valid, payload, lcw_valid, lcw_payload, _, lcw_ready = self.inputs
         m.d.comb += [rx.mac.valid.eq(valid), rx.mac.payload.eq(payload),
                      rx.lcw_rx.valid.eq(lcw_valid), rx.lcw_rx.payload.eq(lcw_payload),
                      rx.lcw_tx.ready.eq(lcw_ready)]
+        return m, rx
+
+
+class BadFrameProof(_RxHarness):
+    """Property 2 for all time, and more (see the module docstring): an ``LlrRx`` alone
+    (buffered, or ``cut_through``), every input free but for the MAC's contract, never
+    delivers a beat of a bad frame (buffered) / never ends a bad frame good (cut through).
+
+    The MAC's contract: frames of 1 or 2 beats (``first`` on the first; the MAC cuts longer
+    ones), ``user.void`` only with ``user.error``. Any frame may be *marked* (bit 0 of every
+    one of its beats set); a marked frame ends with ``user.error`` (a void frame always does).
+    Everything else — sequence numbers, LCWs (LLR_INIT included), ``o.ready`` — is free.
+    ``ports`` lists the free inputs.
+    """
+    def elaborate(self, platform):
+        m, rx = self._receiver()
+        valid, o_ready = self.inputs[0], self.inputs[4]
         beat = rx.mac.payload
         in_frame, mark = Signal(), Signal()     # the MAC is inside a frame; it is marked
         with m.If(valid):
@@ -508,15 +715,172 @@ class BadFrameProof(_Harness):
                 m.d.comb += Assert(~word[0])
             with m.If((k - commit)[:AW] < (wr - commit)[:AW + 1]):
                 m.d.comb += Assert(word[0] == mark)
-        m.d.comb += [Assert(in_frame == rx.p_in_frame),
-                     Assert((wr - rd)[:AW + 1] <= W),
-                     Assert((commit - rd)[:AW + 1] <= (wr - rd)[:AW + 1])]
+        m.d.comb += Assert(in_frame == rx.p_in_frame)
+        _rx_pointer_invariants(m, rx, W)
+        return m
+
+
+def _rx_pointer_invariants(m, rx, W):
+    """Inductive invariants of a buffered ``_ProbedLlrRx`` with ``W`` words: the pointers
+    keep their order, a frame being taken started with room for a longest frame."""
+    AW = exact_log2(W)
+    rd, commit, wr = rx.p_rd_ptr, rx.p_commit, rx.p_wr_ptr
+    m.d.comb += [Assert((wr - rd)[:AW + 1] <= W),
+                 Assert((commit - rd)[:AW + 1] <= (wr - rd)[:AW + 1])]
+    with m.If(rx.p_taking & rx.p_in_frame):
+        m.d.comb += [Assert((wr - commit)[:AW + 1] >= 1),
+                     Assert((wr - commit)[:AW + 1] <= MAX_FRAME_WORDS - 1),
+                     Assert((commit - rd)[:AW + 1] <= W - MAX_FRAME_WORDS)]
+    with m.Else():
+        m.d.comb += Assert(wr == commit)
+
+
+def _labelled(m, valid, beat, seq, name):
+    """Follow the frames of a stream of labelled beats (``beat``: ``first``, ``last``,
+    ``data``), each frame numbered ``seq`` (read on its first beat). Returns ``(seq, ok,
+    in_frame, frame_seq, frame_ok)``: the number of the frame the beat belongs to; whether
+    that frame is well formed up to and including this beat (every beat tagged with the low 8
+    bits of the number, beat indices 0, 1 in order, the last beat the one its length says, no
+    void mark); and, registered, whether a
+    frame is under way, its number and whether it was well formed up to its latest beat."""
+    tag, index, len2, vmark = _label(beat.data)
+    in_frame = Signal(name=f"{name}_in_frame")
+    frame_ok = Signal(name=f"{name}_ok")
+    frame_seq = Signal(len(seq), name=f"{name}_seq")
+    this_seq = Mux(beat.first, seq, frame_seq)
+    ok = Signal(name=f"{name}_ok_now")
+    m.d.comb += ok.eq(Mux(beat.first, index == 0, frame_ok & (index == 1))
+                      & (beat.last == (index == len2)) & (tag == this_seq[:8]) & ~vmark)
+    with m.If(valid):
+        m.d.sync += [in_frame.eq(~beat.last), frame_ok.eq(ok)]
+        with m.If(beat.first):
+            m.d.sync += frame_seq.eq(seq)
+    return this_seq, ok, in_frame, frame_seq, frame_ok
+
+
+def _receiver_input(m, rx):
+    """What the receiver's half of property 1 takes from the sender through the line, on
+    ``rx``'s inputs: ``(rules, state)``, the rules a list of conditions of every cycle (the
+    MAC's contract: frames of 1 or 2 beats, ``first`` on the first, ``user.void`` only with
+    ``user.error``; every frame sequenced; a frame that ends good is well formed (see
+    :func:`_labelled`); an LLR_INIT arrives only before the first frame beat, with seq 0),
+    ``state`` the registers that follow the input: ``in_frame``, ``in_seq`` and ``in_ok`` of
+    the frame arriving, ``seen`` (a frame beat has arrived)."""
+    valid, beat, lcw = rx.mac.valid, rx.mac.payload, rx.lcw_rx
+    _, ok_now, in_frame, in_seq, in_ok = _labelled(m, valid, beat, beat.user.seq, "in")
+    seen = Signal(name="in_seen")
+    with m.If(valid):
+        m.d.sync += seen.eq(1)
+    init = lcw.valid & (lcw.payload.type == LcwType.LLR_INIT)
+    rules = [
+        ~valid | (beat.first == ~in_frame),
+        ~(valid & in_frame) | beat.last,
+        ~(valid & beat.user.void) | beat.user.error,
+        ~valid | beat.user.sequenced,
+        ~(valid & beat.last & ~beat.user.error) | ok_now,
+        ~init | (~seen & ~valid & (LLR_PAYLOAD.layout(lcw.payload.payload).seq == 0)),
+    ]
+    return rules, SimpleNamespace(in_frame=in_frame, in_seq=in_seq, in_ok=in_ok, seen=seen)
+
+
+class RxOrderProof(_RxHarness):
+    """The receiver's half of property 1 for all time (see the module docstring): an
+    ``LlrRx`` alone (buffered, or ``cut_through``) whose input is what the sender guarantees
+    through the line (:class:`TxOrderProof`) delivers the good frames with tags 0, 1, 2, …,
+    each whole. ``ports`` lists the free inputs.
+
+    The environment: the MAC's contract (as in :class:`BadFrameProof`), every frame
+    sequenced; a frame that ends good is well formed: every beat tagged with the low 8 bits
+    of the frame's sequence number, beat indices 0, 1, … up to its length, no void mark; an
+    LLR_INIT arrives only before the first frame beat, with seq 0 (outside FLUSH, the sender
+    sends LLR_INIT only before it sends any frame, from ``head`` = 0). Everything else —
+    sequence numbers, bad frames, other LCWs, ``o.ready`` — is free.
+    """
+    def elaborate(self, platform):
+        m, rx = self._receiver()
+        o_ready = self.inputs[4]
+        rules, state = _receiver_input(m, rx)
+        m.d.comb += [Assume(rule) for rule in rules]
+        in_frame, in_seq, in_ok, seen = state.in_frame, state.in_seq, state.in_ok, state.seen
+
+        # The property: the frames delivered good carry tags 0, 1, 2, …, each well formed
+        # and whole.
+        o = rx.o
+        delivered = Signal(8)
+        _, o_index, o_len2, _ = _label(o.payload.data)
+        taken = o.valid if self.cut_through else o.valid & o.ready
+        o_tag, o_ok_now, o_in, _, o_ok = _labelled(m, taken, o.payload,
+                                                 _label(o.payload.data)[0], "out")
+        good_end = taken & o.payload.last
+        if self.cut_through:
+            good_end &= ~o.payload.user.error
+        else:
+            m.d.comb += o.ready.eq(o_ready)
+        with m.If(good_end):
+            m.d.comb += Assert(o_ok_now & (o_index == o_len2) & (o_tag == delivered))
+            m.d.sync += delivered.eq(delivered + 1)
+
+        # Inductive invariants.
+        expected = rx.p_expected
+        m.d.comb += Assert(in_frame == rx.p_in_frame)
+        with m.If(~seen):
+            m.d.comb += Assert(~in_frame)
+        with m.If(~seen | (rx.state == RxState.OFF)):
+            # No frame yet, or no LLR_INIT yet: nothing was taken.
+            m.d.comb += [Assert(expected == 0), Assert(delivered == 0), Assert(~o.valid),
+                         Assert(~o_in), Assert(~rx.p_taking)]
+            if not self.cut_through:
+                m.d.comb += Assert(rx.p_commit == rx.p_rd_ptr)
         with m.If(rx.p_taking & rx.p_in_frame):
-            m.d.comb += [Assert((wr - commit)[:AW + 1] >= 1),
-                         Assert((wr - commit)[:AW + 1] <= MAX_FRAME_WORDS - 1),
-                         Assert((commit - rd)[:AW + 1] <= W - MAX_FRAME_WORDS)]
-        with m.Else():
-            m.d.comb += Assert(wr == commit)
+            m.d.comb += Assert(in_seq == expected)
+        if self.cut_through:
+            m.d.comb += [Assert((expected[:8] - delivered)[:8] == good_end),
+                         Assert(Mux(o.valid, ~o.payload.last, o_in) == rx.p_open)]
+            m.d.comb += Assert(rx.p_open == (rx.p_taking & rx.p_in_frame))
+            with m.If(rx.p_open):
+                with m.If(in_ok):
+                    m.d.comb += [Assert(Mux(o.valid, o_ok_now, o_ok)),
+                                 Assert(o_tag == in_seq[:8])]
+            return m
+        # Buffered: the output register's beat, the committed words and the word of the frame
+        # being taken are the frames delivered next, well formed, tags counting up from
+        # ``delivered``.
+        W, AW = self.words, exact_log2(self.words)
+        _rx_pointer_invariants(m, rx, W)
+        m.d.comb += Assert(o_in == ~o.payload.first)
+        with m.If(o.valid):
+            m.d.comb += [Assert(o_ok_now), Assert(o_tag == delivered),
+                         Assert(o.payload.last == (o_index == o_len2))]
+        with m.Elif(o_in):
+            m.d.comb += [Assert(o_ok), Assert(o_tag == delivered)]
+        open_ = Mux(o.valid, ~o.payload.last, o_in)  # the next word read continues a frame
+        base = (delivered + (o.valid & o.payload.last))[:8]
+        words, lasts = Array(rx.p_words), Array(rx.p_lasts)
+        rd, commit = rx.p_rd_ptr, rx.p_commit
+        committed = (commit - rd)[:AW + 1]
+        # Walking the committed words from the read pointer: ``first``, the word at distance
+        # d starts a frame; ``ends``, frames ended before it.
+        first, ends = ~open_, Const(0, 8)
+        firsts, counts = [], []
+        for d in range(W + 1):
+            firsts.append(first)
+            counts.append(ends)
+            if d == W:
+                break
+            pos = (rd + d)[:AW]
+            tag, index, len2, vmark = _label(words[pos])
+            with m.If(d < committed):
+                m.d.comb += [Assert(tag == (base + ends)[:8]), Assert(index == ~first),
+                             Assert(~vmark), Assert(len2 | ~index),
+                             Assert(lasts[pos] == (index == len2))]
+            first = lasts[pos]
+            ends = (ends + lasts[pos])[:8]
+        m.d.comb += [Assert(Array(firsts)[committed]),
+                     Assert(expected[:8] == (base + Array(counts)[committed])[:8])]
+        with m.If(rx.p_taking & rx.p_in_frame & in_ok):
+            tag, index, len2, vmark = _label(words[commit[:AW]])
+            m.d.comb += [Assert(tag == in_seq[:8]), Assert(index == 0), Assert(len2),
+                         Assert(~vmark), Assert(~lasts[commit[:AW]])]
         return m
 
 
@@ -583,14 +947,19 @@ class WindowSide(_Harness):
 _UNMATCHED = "lcw_rx__valid"
 
 
-#: k of the k-induction that proves properties 2 and 3.
-REPLAY_INDUCTION_DEPTH = 3
+#: k of the k-induction that proves properties 1 (the receiver's half), 2 and 3.
+INDUCTION_DEPTH = 3
+#: ... and the sender's half of property 1: its invariants are inductive on their own.
+SENDER_INDUCTION_DEPTH = 1
 
 
 def _sby_text(depth, cover_depth):
     return f"""[tasks]
 delivery
 cover
+order_tx
+order_rx
+order_rx_cut
 replay
 replay_words
 bad_frames
@@ -601,14 +970,20 @@ cover: mode cover
 cover: depth {cover_depth}
 delivery: mode bmc
 delivery: depth {depth}
+order_tx: mode prove
+order_tx: depth {SENDER_INDUCTION_DEPTH}
+order_rx: mode prove
+order_rx: depth {INDUCTION_DEPTH}
+order_rx_cut: mode prove
+order_rx_cut: depth {INDUCTION_DEPTH}
 replay: mode prove
-replay: depth {REPLAY_INDUCTION_DEPTH}
+replay: depth {INDUCTION_DEPTH}
 replay_words: mode prove
-replay_words: depth {REPLAY_INDUCTION_DEPTH}
+replay_words: depth {INDUCTION_DEPTH}
 bad_frames: mode prove
-bad_frames: depth {REPLAY_INDUCTION_DEPTH}
+bad_frames: depth {INDUCTION_DEPTH}
 bad_frames_cut: mode prove
-bad_frames_cut: depth {REPLAY_INDUCTION_DEPTH}
+bad_frames_cut: depth {INDUCTION_DEPTH}
 
 [engines]
 smtbmc yices
@@ -616,6 +991,9 @@ smtbmc yices
 [script]
 delivery: read_rtlil delivery.il
 cover: read_rtlil delivery.il
+order_tx: read_rtlil order_tx.il
+order_rx: read_rtlil order_rx.il
+order_rx_cut: read_rtlil order_rx_cut.il
 replay: read_rtlil replay.il
 replay_words: read_rtlil replay_words.il
 bad_frames: read_rtlil bad_frames.il
@@ -628,6 +1006,9 @@ opt_clean
 
 [files]
 delivery.il
+order_tx.il
+order_rx.il
+order_rx_cut.il
 replay.il
 replay_words.il
 bad_frames.il
@@ -679,18 +1060,21 @@ def window_proof(workdir, *, buffer_words, buffer_frames, replay_max):
 
 
 #: The checks, in the order run.
-CHECKS = ("delivery", "cover", "bad_frames", "bad_frames_cut", "replay", "replay_words",
-          "window")
-MODES = {"delivery": "bmc", "cover": "cover", "bad_frames": "prove", "bad_frames_cut": "prove",
+CHECKS = ("delivery", "cover", "order_tx", "order_rx", "order_rx_cut", "bad_frames",
+          "bad_frames_cut", "replay", "replay_words", "window")
+MODES = {"delivery": "bmc", "cover": "cover", "order_tx": "prove", "order_rx": "prove",
+         "order_rx_cut": "prove", "bad_frames": "prove", "bad_frames_cut": "prove",
          "replay": "prove", "replay_words": "prove", "window": "prove"}
 
 
 def run_proof(workdir, *, depth=None, cover_depth=None, checks=CHECKS, **params):
     """Write the harnesses and run ``checks`` in ``workdir``: with SymbiYosys (as in
     :mod:`ethlink.sim.formal.cbfc`) task ``delivery`` (properties 1–3, bounded, to ``depth``
-    cycles), the covers, tasks ``bad_frames`` and ``bad_frames_cut`` (property 2 for all time,
-    buffered and cut through) and ``replay`` and ``replay_words`` (property 3 for all time,
-    with the frame limit and with the word limit binding), by k-induction; with
+    cycles), the covers, tasks ``order_tx``, ``order_rx`` and ``order_rx_cut`` (the two
+    halves of property 1 for all time, the receiver buffered and cut through), ``bad_frames``
+    and ``bad_frames_cut`` (property 2 for all time, buffered and cut through) and ``replay``
+    and ``replay_words`` (property 3 for all time, with the frame limit and with the word
+    limit binding), by k-induction; with
     yosys task ``window`` (property 4, for all time). Returns ``{"modes": {task: mode},
     "depth", "cover_depth", "window_signals", "seconds", "passed", "tasks": {task: status},
     "params"}``."""
@@ -709,9 +1093,12 @@ def run_proof(workdir, *, depth=None, cover_depth=None, checks=CHECKS, **params)
     harnesses = {"delivery": LlrProof(**config), "replay": ReplayProof(**sizes),
                  "replay_words": ReplayProof(**{**sizes,
                                                 "buffer_frames": sizes["buffer_words"]})}
+    harnesses["order_tx"] = TxOrderProof(**sizes)
     rx_sizes = {key: config[key] for key in ("rx_buffer_words", "ack_every", "ack_timer")}
     for name, cut in (("bad_frames", 0), ("bad_frames_cut", 1)):
         harnesses[name] = BadFrameProof(**rx_sizes, cut_through=cut)
+    for name, cut in (("order_rx", 0), ("order_rx_cut", 1)):
+        harnesses[name] = RxOrderProof(**rx_sizes, cut_through=cut)
     for name, harness in harnesses.items():
         with _small_frames():
             (workdir / f"{name}.il").write_text(rtlil.convert(harness, ports=harness.ports))
