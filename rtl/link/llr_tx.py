@@ -656,10 +656,11 @@ class ReplayControl(wiring.Component):
     In ADVANCE (``phase``), an ACK or NACK ``n`` with ``n`` + 1 in ``[head, sent_hi]`` moves
     ``head`` to ``n`` + 1 (progress when it moves); a NACK then replays from there, an ACK past
     the frame being resent (``send``), or past the frame a jump carried out in the same cycle
-    goes to, skips to there (the reader never resends a frame no longer held). Others are ignored and counted. The
-    replay timer counts while frames are outstanding and nothing happens; when it reaches the
-    limit (``replay_timeout``, or automatic: 2·``rtt`` + :data:`AUTO_TIMEOUT_MARGIN` once
-    ``rtt_valid``, else :data:`DEFAULT_REPLAY_TIMEOUT`) everything outstanding is replayed.
+    goes to, skips to there (the reader never resends a frame no longer held). Others are
+    ignored and counted. The replay timer counts while frames are outstanding and nothing
+    happens; when it reaches the limit (``replay_timeout``, or automatic: 2·``rtt`` +
+    :data:`AUTO_TIMEOUT_MARGIN` once ``rtt_valid``, else :data:`DEFAULT_REPLAY_TIMEOUT`)
+    everything outstanding is replayed.
     A replay is registered and given to the reader on ``jump`` in the next cycle; the
     ``replay_max`` + 1-th consecutive replay without progress becomes a FLUSH instead: every
     held frame is dropped (``head`` moves to the writer's ``nxt``). Outside ADVANCE the timer

@@ -35,10 +35,11 @@ Properties, asserted in every cycle of every trace up to :data:`DEPTH` cycles fr
 
 These hold for every trace of the bound, and the check also asserts there, while no FLUSH
 has happened, that what the sender sends through the line keeps the rules the receiver's half
-of property 1 takes as given (below): the two halves meet. The sizes are small so that the bound reaches the interesting events: a replay buffer of 8 words
-and 4 frames, a receive buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS`
-of the RTL is set to 2 while the harness is elaborated: it only sizes the room checks), a
-replay timer of :data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``) show the
+of property 1 takes as given (below): the two halves meet. The sizes are small so that the
+bound reaches the interesting events: a replay buffer of 8 words and 4 frames, a receive
+buffer of 8 words, frames of at most 2 words (:data:`MAX_FRAME_WORDS` of the RTL is set to 2
+while the harness is elaborated: it only sizes the room checks), a replay timer of
+:data:`REPLAY_TIMEOUT` cycles. Cover statements (task ``cover``) show the
 events are reached within the bound: a void frame dropped by the receiver and a frame
 delivered after it, a replay followed by a delivery, the sender finishing a voided frame on
 the wire.
@@ -105,8 +106,8 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 from amaranth.utils import exact_log2
-from amaranth.hdl import (Array, Assert, Assume, Cat, ClockDomain, Const, Cover, Elaboratable, Module,
-                          Mux, Signal)
+from amaranth.hdl import (Array, Assert, Assume, Cat, ClockDomain, Const, Cover, Elaboratable,
+                          Module, Mux, Signal)
 
 from . import run_sby, run_yosys
 from ...rtl.link import llr_rx, llr_tx
@@ -137,6 +138,14 @@ def _label(data):
     """The label the harnesses' upper layer puts in a beat's data: ``(tag, beat index,
     2-beat frame, void mark)``, :data:`LABEL_BITS` bits."""
     return data[:8], data[8], data[9], data[10]
+
+
+def _probe_words(m, buffer, words, lasts):
+    """Show every word of a frame buffer (:class:`FrameWordLayout` words) on ``words`` (its
+    label bits) and ``lasts``, through extra asynchronous read ports."""
+    for k, (probe, last) in enumerate(zip(words, lasts)):
+        port = buffer.read_port(domain="comb")
+        m.d.comb += [port.addr.eq(k), probe.eq(port.data.data), last.eq(port.data.last)]
 
 
 @contextlib.contextmanager
@@ -170,8 +179,7 @@ class _ProbedLlrTx(LlrTx):
         self.p_draining = Signal()
         aw = exact_log2(self.buffer_words)
         self.p_rd_addr, self.p_drain_end = Signal(aw), Signal(aw)
-        self.p_rd_first, self.p_out_valid, self.p_drain = Signal(), Signal(), Signal()
-        self.p_pending, self.p_jump_flush = Signal(), Signal()
+        self.p_rd_first, self.p_out_valid, self.p_pending = Signal(), Signal(), Signal()
         self.p_jump_to = Signal(SEQ_BITS)
         words = self.buffer_words
         self.p_words = [Signal(LABEL_BITS, name=f"p_word{k}") for k in range(words)]
@@ -192,15 +200,12 @@ class _ProbedLlrTx(LlrTx):
         for k, probe in enumerate(self.p_starts):
             port = m.submodules.starts.read_port(domain="comb")
             m.d.comb += [port.addr.eq(k), probe.eq(port.data)]
-        for k, (probe, last) in enumerate(zip(self.p_words, self.p_lasts)):
-            port = m.submodules.buffer.read_port(domain="comb")
-            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data), last.eq(port.data.last)]
+        _probe_words(m, m.submodules.buffer, self.p_words, self.p_lasts)
         control = m.submodules.control
         m.d.comb += [
             self.p_rd_addr.eq(reader.rd_addr), self.p_drain_end.eq(reader.drain_end),
             self.p_rd_first.eq(reader.rd_first), self.p_out_valid.eq(reader.out_valid),
-            self.p_drain.eq(reader.drain), self.p_pending.eq(control.pending),
-            self.p_jump_flush.eq(control.jump.flush), self.p_jump_to.eq(control.jump.to),
+            self.p_pending.eq(control.pending), self.p_jump_to.eq(control.jump.to),
         ]
         return m
 
@@ -231,9 +236,7 @@ class _ProbedLlrRx(_SmallLlrRx):
         if self.cut_through:
             m.d.comb += self.p_open.eq(m.submodules.cut.open_)
             return m
-        for k, (probe, last) in enumerate(zip(self.p_words, self.p_lasts)):
-            port = m.submodules.buffer.read_port(domain="comb")
-            m.d.comb += [port.addr.eq(k), probe.eq(port.data.data), last.eq(port.data.last)]
+        _probe_words(m, m.submodules.buffer, self.p_words, self.p_lasts)
         m.d.comb += [self.p_rd_ptr.eq(m.submodules.delivery.rd_ptr),
                      self.p_commit.eq(m.submodules.writer.commit),
                      self.p_wr_ptr.eq(m.submodules.writer.wr_ptr)]
@@ -480,8 +483,10 @@ class ReplayProof(_Harness):
         # the frame being written starts where the table says; ``room`` (a cycle old) and a
         # frame under way leave space for a longest frame.
         m.d.comb += Assert(held <= F)
-        for k in range(F):
-            after = dist_fs if k + 1 == F else Mux(held == k + 1, dist_fs, dist[k + 1])
+        # Where each held frame ends: the next one's first word, or the frame being written.
+        afters = [dist_fs if k + 1 == F else Mux(held == k + 1, dist_fs, dist[k + 1])
+                  for k in range(F)]
+        for k, after in enumerate(afters):
             with m.If(held > k):
                 m.d.comb += [Assert(after > dist[k]),
                              Assert(after - dist[k] <= MAX_FRAME_WORDS)]
@@ -499,8 +504,7 @@ class ReplayProof(_Harness):
             m.d.comb += Assert(held <= F - 1)
             with m.If(held != 0):
                 m.d.comb += Assert(dist_fs + tail <= W - MAX_FRAME_WORDS)
-        lengths = [(dist_fs if k + 1 == F else Mux(held == k + 1, dist_fs, dist[k + 1]))
-                   - dist[k] for k in range(F)]
+        lengths = [after - dist[k] for k, after in enumerate(afters)]
         self.layout = SimpleNamespace(held=held, starts=S, lengths=lengths, fs=fs,
                                       dist_fs=dist_fs)
         return m
@@ -537,8 +541,8 @@ class TxOrderProof(ReplayProof):
         mac = tx.mac
         taken = mac.valid & mac.ready
         _, _, _, vmark = _label(mac.payload.data)
-        seq, ok, _, wire_seq, wire_ok = _labelled(m, taken, mac.payload, mac.payload.user.seq,
-                                                  "wire")
+        _, ok, _, wire_seq, wire_ok = _labelled(m, taken, mac.payload, mac.payload.user.seq,
+                                                "wire")
         line_open = Signal()            # a frame has begun on the wire and not ended
         with m.If(taken):
             m.d.sync += line_open.eq(~mac.payload.last)
@@ -601,7 +605,7 @@ class TxOrderProof(ReplayProof):
                                              == head)))
         with m.If(~tx.abort):
             m.d.comb += Assert(k_send <= held)
-            with m.If(tx.p_drain):
+            with m.If(tx.p_draining):
                 m.d.comb += [Assert(send == nxt), Assert(~tx.p_in_frame), Assert(~rd_first),
                              Assert(rd_addr == (fs + 1)[:AW]),
                              Assert(tx.p_drain_end == (fs + 2)[:AW])]
