@@ -1,9 +1,10 @@
 """:class:`FrameSteer`'s lookups ahead, with a real :class:`Reachability`, in Amaranth's
-simulator: a frame whose port was looked up (``hint``) when its request was taken leaves in
-the cycle its first beat is offered, on the port the path selection gives; without a hint, or
-when the paths changed after it (a SEN taken, a link's state changed), the frame waits for its
-own lookup (:attr:`Reachability.LATENCY` cycles) and takes the port of the paths as they are
-now; a frame whose ``dst`` or ``entropy`` differs from the hint is not fooled by it."""
+simulator: a frame whose port was looked up (``hint``) when its request was taken leaves
+through the output register the cycle after its first beat is offered, on the port the path
+selection gives; without a hint, or when the paths changed after it (a SEN taken, a link's
+state changed), the frame waits for its own lookup (:attr:`Reachability.LATENCY` cycles) as
+well and takes the port of the paths as they are now; a frame whose ``dst`` or ``entropy``
+differs from the hint is not fooled by it."""
 
 import random
 
@@ -16,6 +17,8 @@ from ethlink.rtl.wire import OEFH, OEFH_VERSION, LcwType, Opcode, SEN_PAYLOAD
 from ethlink.sim.models.path import select_port
 
 PORTS = 2
+#: Ref: docs/nic.md §8 — a steered beat leaves through one register stage.
+STAGE = 1
 
 
 class _Steer(Elaboratable):
@@ -106,12 +109,12 @@ def test_lookup_ahead():
             await ctx.tick().repeat(rng.choice([1, 1, 3, 10]))
             offered = await offer(ctx, load_req(dst, entropy))
             await ctx.tick().repeat(2)
-            assert out[-1] == (offered, port), (out[-1], offered, port)
+            assert out[-1] == (offered + STAGE, port), (out[-1], offered, port)
             # Without a hint (another entropy): its own lookup.
             other = entropy ^ 1
             offered = await offer(ctx, load_req(dst, other))
             await ctx.tick().repeat(2)
-            assert out[-1] == (offered + Reachability.LATENCY,
+            assert out[-1] == (offered + STAGE + Reachability.LATENCY,
                                select_port(dst, other, (1 << PORTS) - 1))
             checked += 1
         # The frame offered in the answer's cycle (as the NIC's requester offers it).
@@ -124,7 +127,7 @@ def test_lookup_ahead():
         await ctx.tick()
         offered = await offer(ctx, load_req(dst, entropy))
         await ctx.tick().repeat(2)
-        assert out[-1] == (offered, select_port(dst, entropy, 3))
+        assert out[-1] == (offered + STAGE, select_port(dst, entropy, 3))
         # A SEN taken between the hint and the frame: the port it named is gone for dst.
         for event, (dst, entropy) in enumerate([(100, 5), (200, 9), (300, 77)]):
             port = select_port(dst, entropy, 3)
@@ -132,7 +135,7 @@ def test_lookup_ahead():
             await sen(ctx, port, dst, 0, event + 1)
             offered = await offer(ctx, load_req(dst, entropy))
             await ctx.tick().repeat(2)
-            assert out[-1] == (offered + Reachability.LATENCY, 1 - port), (out[-1], offered)
+            assert out[-1] == (offered + STAGE + Reachability.LATENCY, 1 - port), (out[-1], offered)
         # A link going down after the answer was kept: the next frame looks up again.
         dst, entropy = 400, 4
         await hint(ctx, dst, entropy)
@@ -141,7 +144,7 @@ def test_lookup_ahead():
         await ctx.tick()
         offered = await offer(ctx, load_req(dst, entropy))
         await ctx.tick().repeat(2)
-        assert out[-1] == (offered + Reachability.LATENCY, 0)
+        assert out[-1] == (offered + STAGE + Reachability.LATENCY, 0)
         assert checked == 40
         assert ctx.get(steer.count.unroutable) == 0
 

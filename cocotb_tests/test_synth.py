@@ -293,14 +293,17 @@ def test_synthesize_reports_tool_error(tmp_path):
 
 
 def test_bench_timing(monkeypatch):
-    """``bench timing`` builds every synthesisable export (and the switch core at radix 4),
-    reports each one's figures and keeps going past a failed build."""
+    """``bench timing`` builds every synthesisable export (and the switch core at radix 4, a
+    CBFC end as the NIC builds its ports), reports each one's figures and keeps going past a
+    failed build."""
     from ethlink import bench
     from ethlink.exports import EXPORTS, SYNTHESISABLE
     builds = bench.timing_builds()
     synthesisable = [name for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
-    assert [name for name, _ in builds] == synthesisable + ["switch_core"]
-    assert builds[-1][1] == {"radix": 4}
+    assert [name for name, _ in builds] == synthesisable + ["switch_core", "cbfc_end"]
+    assert builds[-2][1] == {"radix": 4}
+    assert builds[-1][1] == {"vcs": 4, "resteer": 1, "bypass": 1, "rx_pass_vcs": 0b11,
+                             "urgent_vcs": 0b11}
     assert bench.timing_builds(["path_select"]) == [("path_select", {})]
     with pytest.raises(ValueError, match="not a synthesisable export"):
         bench.timing_builds(["nic_pair_harness_that_does_not_exist"])

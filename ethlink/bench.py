@@ -1007,8 +1007,9 @@ def _nic_table(result):
     return "\n".join(lines)
 
 
-#: Builds of ``bench timing`` besides every synthesisable export at its defaults.
-TIMING_EXTRA = (("switch_core", {"radix": 4}),)
+#: Builds of ``bench timing`` besides every synthesisable export at its defaults: the switch
+#: core at radix 4, and a CBFC end built as each of the NIC's ports is (``Nic.PORT_PARAMS``).
+TIMING_EXTRA = (("switch_core", {"radix": 4}), ("cbfc_end", "nic port"))
 
 
 def timing_builds(only=None):
@@ -1016,7 +1017,9 @@ def timing_builds(only=None):
     defaults, then :data:`TIMING_EXTRA`; ``only`` (export names) keeps those exports'."""
     from .exports import EXPORTS, SYNTHESISABLE
     builds = [(name, {}) for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
-    builds += [(name, dict(params)) for name, params in TIMING_EXTRA]
+    from .rtl.nic.nic import Nic
+    builds += [(name, dict(Nic.PORT_PARAMS if params == "nic port" else params))
+               for name, params in TIMING_EXTRA]
     if only:
         unknown = set(only) - {name for name, _ in builds}
         if unknown:

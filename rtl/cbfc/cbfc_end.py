@@ -22,7 +22,7 @@ from ..link.control import LcwArbiter
 from ..link.layouts import LcwEvents, LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link.link_end import LinkEnd, link_controls, link_counters
 from ..link.llr_tx import AHEAD_WORDS
-from ..params import IntRange, Param, parameters
+from ..params import Flag, IntRange, Param, parameters
 from ..stream import PacketStream, VerdictPacketStream
 from .cbfc_rx import CbfcRx
 from .cbfc_tx import CbfcTx, ResteerSignature
@@ -58,7 +58,10 @@ _CREDIT_STATE = ("credits_sent", "credit_limit", "credits_settled", "credits_rec
                              "urgent_vcs)", IntRange(0, 255)),
             urgent_burst=Param("urgent frames granted in a row before another VC waiting "
                                "gets one", IntRange(1, 255)),
-            tx_ahead_words=AHEAD_WORDS)
+            tx_ahead_words=AHEAD_WORDS,
+            bypass=Param("a frame whose TH tells its length bypasses its VC's empty transmit "
+                         "queue (as on a NIC's ports)", Flag()),
+            resteer=Param("the re-steering interface of CbfcTx (as on a NIC's ports)", Flag()))
 class CbfcEnd(wiring.Component):
     """A link end that never drops a frame for lack of buffer: :class:`CbfcTx` and
     :class:`CbfcRx` over a :class:`~ethlink.rtl.link.link_end.LinkEnd`.

@@ -253,7 +253,7 @@ class CbfcTx(wiring.Component):
                 for body in sorted(set(_head_table().values())):
                     with m.Case(body):
                         m.d.comb += cost.eq(frame_cost(body, self.credit_size))
-            m.d.comb += empty[v].eq(queue.frames == 0)
+            m.d.comb += empty[v].eq(queue.empty)
             if bypass:
                 m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & empty[v] & known
                                            & (oefh_vc(beat.data) == v) & ~beat.last
@@ -317,10 +317,24 @@ class CbfcTx(wiring.Component):
             inp, beat = self.i[v], self.i[v].payload
             starting = grant & picked_empty & (pick == v)
             through = starting | (busy & direct & (cur == v))
-            total = Signal.like(seen, name=f"total{v}")
-            m.d.comb += total.eq(Mux(starting, 0, seen) + keep_count(beat.keep, MAC_BEAT_OCTETS))
-            limit = Mux(starting, bodies[v], expect)
-            too_long = Mux(beat.last, total > limit, total >= limit)
+            # The checks of a frame's first beat (against its TH) and of a later beat (against
+            # what was recorded) are made apart and chosen by ``starting`` last: the grant
+            # comes late in the cycle, the beat and the registers early.
+            octets = keep_count(beat.keep, MAC_BEAT_OCTETS)
+            check = {}
+            for case, base, limit in (("first", Const(0, len(seen)), bodies[v]),
+                                      ("later", seen, expect)):
+                total = Signal.like(seen, name=f"total{v}_{case}")
+                longer = Signal(name=f"longer{v}_{case}")
+                shorter = Signal(name=f"shorter{v}_{case}")
+                cut_keep = Signal(MAC_BEAT_OCTETS, name=f"cut_keep{v}_{case}")
+                m.d.comb += [total.eq(base + octets),
+                             longer.eq(Mux(beat.last, total > limit, total >= limit)),
+                             shorter.eq(beat.last & (total < limit)),
+                             cut_keep.eq(count_to_keep(limit - base - 1, MAC_BEAT_OCTETS))]
+                check[case] = (total, longer, shorter, cut_keep)
+            total, too_long, too_short, cut_keep = (
+                Mux(starting, first, later) for first, later in zip(check["first"], check["later"]))
             with m.If(discard[v]):
                 m.d.comb += inp.ready.eq(1)
                 with m.If(inp.valid & beat.last):
@@ -329,16 +343,14 @@ class CbfcTx(wiring.Component):
                 m.d.comb += [self.o.valid.eq(inp.valid), self.o.payload.eq(beat),
                              inp.ready.eq(self.o.ready)]
                 with m.If(too_long):
-                    m.d.comb += [self.o.payload.last.eq(1),
-                                 self.o.payload.keep.eq(count_to_keep(
-                                     limit - Mux(starting, 0, seen) - 1, MAC_BEAT_OCTETS))]
+                    m.d.comb += [self.o.payload.last.eq(1), self.o.payload.keep.eq(cut_keep)]
                 with m.If(self.o.valid & self.o.ready):
                     m.d.sync += seen.eq(total)
                     with m.If(starting):
                         m.d.sync += expect.eq(bodies[v])
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)
-                    m.d.comb += malformed[v].eq(too_long | (beat.last & (total < limit)))
+                    m.d.comb += malformed[v].eq(too_long | too_short)
             with m.Else():
                 wiring.connect(m, wiring.flipped(inp), queue.i)
             m.d.comb += queue.reject.eq(oefh_vc(beat.data) != v)

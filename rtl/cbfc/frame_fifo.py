@@ -67,6 +67,8 @@ class FrameFifo(wiring.Component):
     dropped, dropped_cost : Out(1), Out(COST_BITS)
     frames : Out
         Frames wholly stored and not yet wholly sent.
+    empty : Out(1)
+        ``frames`` is 0 (an equality of two counters, not their difference).
     head_cost : Out(COST_BITS)
         Cost of the oldest stored frame (the one ``o`` offers or is sending); a register.
     popped, popped_cost : Out(1), Out(COST_BITS)
@@ -97,7 +99,7 @@ class FrameFifo(wiring.Component):
             "abort": In(1),
             "stored": Out(1), "stored_cost": Out(COST_BITS),
             "dropped": Out(1), "dropped_cost": Out(COST_BITS),
-            "frames": Out(range(frames + 1)),
+            "frames": Out(range(frames + 1)), "empty": Out(1),
             "head_cost": Out(COST_BITS),
             "popped": Out(1), "popped_cost": Out(COST_BITS),
             **({"use_spare": In(1)} if spare_slot else {}),
@@ -123,7 +125,7 @@ class FrameFifo(wiring.Component):
         rd_ptr = Signal(AW + 1)
         cost_in = Signal(FW + 1)       # frames stored
         cost_out = Signal(FW + 1)      # frames wholly sent
-        m.d.comb += self.frames.eq(cost_in - cost_out)
+        m.d.comb += [self.frames.eq(cost_in - cost_out), self.empty.eq(cost_in == cost_out)]
 
         # --- writer ---------------------------------------------------------------------------
         beat = self.i.payload

@@ -162,7 +162,7 @@ class LinkPair(wiring.Component):
         return m
 
 
-@parameters(forward=CbfcEnd, fec=_FEC, delay=DELAY, max_delay=_MAX_DELAY)
+@parameters(forward=CbfcEnd, exclude=("resteer",), fec=_FEC, delay=DELAY, max_delay=_MAX_DELAY)
 class CbfcPair(LinkPair):
     """Two :class:`CbfcEnd` s joined by two simulated lines, as :class:`LinkPair` joins two
     link ends: ``a.i[v]``/``b.o[v]`` …, each end's management members, lines ``ab``/``ba``."""

@@ -18,7 +18,7 @@ are reachable and up), §10 (SEN received per port), §11.
 """
 
 from amaranth.hdl import Module, Signal, Cat, C, Mux
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arbiter import PacketArbiter
@@ -28,7 +28,8 @@ from ..counters import COUNTER_WIDTH, CounterBank, Counters, merge_counters
 from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link import TxState
 from ..params import parameters
-from ..stream import PacketStream, connect_packets
+from ..queue import TwoEntryFifo
+from ..stream import PacketLayout, PacketStream, connect_packets
 from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value
 from .axi import ADDR_WIDTH
 from .engine import CONTEXTS, MESSAGES, MTU, TAGS, TIMEOUT_CYCLES
@@ -53,8 +54,12 @@ class FrameSteer(wiring.Component):
     On a frame's first beat the block asks ``lookup`` for the port of its OEFH ``dst`` and
     ``entropy`` and holds the frame until the answer arrives on ``result`` (one lookup at a
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
-    then leaves whole on ``o[port][vc - first_vc]``, its first beat in the answer's cycle (the
-    block serves VCs ``first_vc`` … ``first_vc + vcs - 1``). A frame no port reaches
+    then leaves whole on ``o[port][vc - first_vc]``, its first beat the cycle after the answer
+    (the block serves VCs ``first_vc`` … ``first_vc + vcs - 1``). Every beat leaves through a
+    register stage (:class:`TwoEntryFifo`): ``o`` is driven by flip-flops and ``i.ready`` is
+    one, so neither the ports' transmit logic nor their back-pressure reaches back through
+    the block into the engines — on the NIC those were one combinational chain across both
+    ports, which bounded its clock. A frame no port reaches
     (``result.none``) is dropped and counted (``count.unroutable``); one of another VC likewise
     (``count.bad_vc``): both are consumed at one beat per cycle. The header of an unroutable
     frame (its first 16 octets as a :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an
@@ -71,18 +76,19 @@ class FrameSteer(wiring.Component):
     on ``hint[k]``; the lookup is made when the block is not looking up a frame of its own
     (else the hint is dropped), and a good answer (a port, nothing changed meanwhile) is kept
     in source *k*'s entry until the next one replaces it. A first beat whose ``dst`` and
-    ``entropy`` match an entry, or the answer arriving in that very cycle, leaves at once on
+    ``entropy`` match an entry, or the answer arriving in that very cycle, is taken at once for
     that port (no lookup, no hold). ``changed`` (a SEN taken, a link's state changed) empties
     every entry and spoils the answers still on their way, so a frame never takes a port
     looked up before the paths changed; nor does it while ``retry`` is high. With hints the
     lookup must answer exactly ``lookup_latency`` cycles after it is asked (as
     :class:`Reachability` does); without them, any time later.
 
-    Latency: a frame's first beat leaves as many cycles after it is offered as the lookup takes
-    (2 with :class:`Reachability`), or in the cycle it is offered when a lookup ahead found its
-    port; the rest follow at one beat per cycle, with the output's back-pressure. Throughput:
-    one beat per cycle within a frame, plus the lookup's cycles between frames (none after a
-    lookup ahead).
+    Latency: a frame's first beat leaves 1 cycle (the register stage) plus as many as the
+    lookup takes (2 with :class:`Reachability`) after it is offered, or 1 cycle after when a
+    lookup ahead found its port; the rest follow at one beat per cycle, with the output's
+    back-pressure. Throughput: one beat per cycle within a frame, plus the lookup's cycles
+    between frames (none after a lookup ahead). ``idle`` also waits for the register stage
+    to drain.
     """
     def __init__(self, ports, vcs=NIC_VCS, hints=0, lookup_latency=Reachability.LATENCY,
                  first_vc=0):
@@ -187,20 +193,33 @@ class FrameSteer(wiring.Component):
         # A dropped frame's first beats, for ``failed``.
         first, second, unroutable_frame = Signal(), Signal(), Signal()
         head = Signal(8 * MAC_BEAT_OCTETS)
-        outputs = {(p, self.first_vc + v): self.o[p][v]
-                   for p in range(self.ports) for v in range(self.vcs)}
+        # The steered beats pass through a register stage (a queue of two whose head and
+        # ``ready`` are flip-flops): the ports' transmit logic starts from a register, and
+        # their back-pressure stops there, not in the engines (nic.md §8, timing).
+        m.submodules.out_q = out_q = TwoEntryFifo(data.StructLayout({
+            "beat": PacketLayout(MAC_BEAT_OCTETS), "port": range(MAX_PORTS), "vc": 3}))
+        steered = out_q.r_stream
+        for p in range(self.ports):
+            for v in range(self.vcs):
+                out = self.o[p][v]
+                with m.If((steered.payload.port == p)
+                          & (steered.payload.vc == self.first_vc + v)):
+                    m.d.comb += [out.valid.eq(steered.valid),
+                                 out.payload.eq(steered.payload.beat),
+                                 steered.ready.eq(out.ready)]
 
         def forward(to_port, to_vc=vc):
-            for (p, v), out in outputs.items():
-                with m.If((to_port == p) & (to_vc == v)):
-                    m.d.comb += [out.valid.eq(self.i.valid), out.payload.eq(beat),
-                                 self.i.ready.eq(out.ready)]
+            m.d.comb += [out_q.w_stream.valid.eq(self.i.valid),
+                         out_q.w_stream.payload.beat.eq(beat),
+                         out_q.w_stream.payload.port.eq(to_port),
+                         out_q.w_stream.payload.vc.eq(to_vc),
+                         self.i.ready.eq(out_q.w_stream.ready)]
 
         asked = Signal()
         own, hit, hit_port = self._ahead(m, oefh, asked)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(1)
+                m.d.comb += self.idle.eq(out_q.level == 0)
                 with m.If(self.i.valid & hit):
                     # Its port was looked up ahead: the first beat leaves now.
                     forward(hit_port, oefh.vc)
@@ -265,7 +284,7 @@ def NicPortSignature(end, line=True):
                              "lcw_tx": In(LcwStream()), **end.management_members})
 
 
-@parameters(forward=CbfcEnd, exclude=("vcs", "rx_pass_vcs", "urgent_vcs"),
+@parameters(forward=CbfcEnd, exclude=("vcs", "rx_pass_vcs", "urgent_vcs", "bypass", "resteer"),
             ports=PORTS, tags=TAGS, timeout_cycles=TIMEOUT_CYCLES, windows=WINDOWS,
             addr_width=ADDR_WIDTH, messages=MESSAGES, mtu=MTU, contexts=CONTEXTS)
 class Nic(wiring.Component):
@@ -323,21 +342,22 @@ class Nic(wiring.Component):
         :class:`Reachability`'s ``busy``.
 
     Latency (cycles, asserted by the tests): a request's first frame beat reaches its port's
-    CbfcEnd ``LsRequester.TX_LATENCY`` cycles after ``req`` is taken (its port was looked up
-    meanwhile, :class:`FrameSteer`'s lookup ahead; a frame without one waits
-    :attr:`STEER_LATENCY` more); the XGMII side adds the LLR and MAC (CbfcTx adds nothing
-    when the frame bypasses its empty queue): :attr:`TX_LATENCY` in all, to the start word on
-    ``txd``. A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
+    CbfcEnd ``LsRequester.TX_LATENCY`` + 1 cycles after ``req`` is taken (its port was looked
+    up meanwhile, :class:`FrameSteer`'s lookup ahead; the 1 is the steer's output register;
+    a frame without a lookup ahead waits :attr:`STEER_LATENCY` more); the XGMII side adds the
+    LLR and MAC (CbfcTx adds nothing when the frame bypasses its empty queue):
+    :attr:`TX_LATENCY` in all, to the start word on ``txd``. A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
     CbfcRx and the port merge.
     """
     #: Cycles of :class:`FrameSteer` with :class:`Reachability` (lookup) for a frame whose
     #: port was not looked up ahead.
     STEER_LATENCY = Reachability.LATENCY
     #: Cycles from a 64 B LOAD_REQ taken on ``req`` to its start word on ``txd``: requester 2
-    #: (its port looked up meanwhile) + steering 0 + CbfcTx 0 (the frame bypasses its empty
-    #: queue, its cost from the TH) + LLR and MAC 2. A store is as fast: its first beat
-    #: leaves as it comes (the MAC fills a late beat with an LCW).
-    TX_LATENCY = 4
+    #: (its port looked up meanwhile) + steering 1 (the output register that keeps the
+    #: engines' logic apart from the ports') + CbfcTx 0 (the frame bypasses its empty queue,
+    #: its cost from the TH) + LLR and MAC 2. A store is as fast: its first beat leaves as it
+    #: comes (the MAC fills a late beat with an LCW).
+    TX_LATENCY = 5
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
     #: (``m_axi_arvalid``): the frame off the line through the MAC (its last body beat 2
     #: cycles after the ``/T/`` word, with the verdict) and the LLR (cut-through), CbfcRx 1
@@ -354,6 +374,10 @@ class Nic(wiring.Component):
     #: ``urgent_vcs``; at least one RDMA frame in ``urgent_burst + 1`` under saturating L/S):
     #: L/S requests and responses.
     URGENT_VCS = (1 << VirtualChannel.LS_REQ) | (1 << VirtualChannel.LS_RSP)
+    #: How each port's :class:`CbfcEnd` is built (beside the NIC's parameters): also the
+    #: ``cbfc_end`` build of ``ethlink bench timing`` that times a NIC port alone.
+    PORT_PARAMS = {"vcs": NIC_VCS, "resteer": 1, "bypass": 1, "rx_pass_vcs": RX_PASS_VCS,
+                   "urgent_vcs": URGENT_VCS}
     #: The NIC's own counters (beside its engines').
     COUNTERS = ("purges",)
 
@@ -365,10 +389,7 @@ class Nic(wiring.Component):
         self._target = LsTarget(W, windows, addr_width)
         self._rdma_requester = RdmaRequester(W, messages, mtu, timeout_cycles, addr_width)
         self._rdma_target = RdmaTarget(W, windows, addr_width, mtu, contexts, timeout_cycles)
-        self._ends = [CbfcEnd(vcs=NIC_VCS, resteer=True, bypass=True,
-                              rx_pass_vcs=self.RX_PASS_VCS, urgent_vcs=self.URGENT_VCS,
-                              **port_params)
-                      for _ in range(ports)]
+        self._ends = [CbfcEnd(**self.PORT_PARAMS, **port_params) for _ in range(ports)]
         target = self._target.signature.members
         rdma_req = self._rdma_requester.signature.members
         rdma_tgt = self._rdma_target.signature.members
@@ -492,10 +513,13 @@ class Nic(wiring.Component):
                     connect_packets(m, end.o[v], rx_merge[v].i[p])   # judged: no verdict
             # Ref: spec §10 — a SEN is taken on the port it arrived on. The table is not
             # ready for one during its sweep after reset (``busy``): such a SEN is not kept.
-            m.d.comb += [reach.lcw[p].valid.eq(end.lcw_rx.valid),
-                         reach.lcw[p].payload.eq(end.lcw_rx.payload),
-                         self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
-                                             | (end.tx_state == TxState.REPLAY))]
+            # The LCWs are registered on their way: the SEN decode, and the ``pause`` it
+            # drives at every port, start from a flip-flop, not from port p's MAC (a SEN acts
+            # a cycle later, as over a line a cycle longer).
+            m.d.sync += [reach.lcw[p].valid.eq(end.lcw_rx.valid),
+                         reach.lcw[p].payload.eq(end.lcw_rx.payload)]
+            m.d.comb += self.links_up[p].eq((end.tx_state == TxState.ADVANCE)
+                                            | (end.tx_state == TxState.REPLAY))
         # Receive: each VC to its engine.
         for vc, engine in ((VirtualChannel.LS_REQ, tgt), (VirtualChannel.LS_RSP, req),
                            (VirtualChannel.RDMA_REQ, rdma_tgt),
