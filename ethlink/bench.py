@@ -1007,19 +1007,14 @@ def _nic_table(result):
     return "\n".join(lines)
 
 
-#: Builds of ``bench timing`` besides every synthesisable export at its defaults: the switch
-#: core at radix 4, and a CBFC end built as each of the NIC's ports is (``Nic.PORT_PARAMS``).
-TIMING_EXTRA = (("switch_core", {"radix": 4}), ("cbfc_end", "nic port"))
-
-
 def timing_builds(only=None):
     """``[(export, params)]`` that ``bench timing`` builds: every synthesisable export at its
-    defaults, then :data:`TIMING_EXTRA`; ``only`` (export names) keeps those exports'."""
+    defaults, then the switch core at radix 4 and a CBFC end built as each of the NIC's ports
+    is (``Nic.PORT_PARAMS``); ``only`` (export names) keeps those exports'."""
     from .exports import EXPORTS, SYNTHESISABLE
-    builds = [(name, {}) for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
     from .rtl.nic.nic import Nic
-    builds += [(name, dict(Nic.PORT_PARAMS if params == "nic port" else params))
-               for name, params in TIMING_EXTRA]
+    builds = [(name, {}) for name, export in EXPORTS.items() if export.kind == SYNTHESISABLE]
+    builds += [("switch_core", {"radix": 4}), ("cbfc_end", dict(Nic.PORT_PARAMS))]
     if only:
         unknown = set(only) - {name for name, _ in builds}
         if unknown:

@@ -59,9 +59,9 @@ class FrameSteer(wiring.Component):
     register stage (:class:`TwoEntryFifo`): ``o`` is driven by flip-flops and ``i.ready`` is
     one, so neither the ports' transmit logic nor their back-pressure reaches back through
     the block into the engines — on the NIC those were one combinational chain across both
-    ports, which bounded its clock. A frame no port reaches
-    (``result.none``) is dropped and counted (``count.unroutable``); one of another VC likewise
-    (``count.bad_vc``): both are consumed at one beat per cycle. The header of an unroutable
+    ports, which bounded its clock. A frame no port reaches (``result.none``) is dropped and
+    counted (``count.unroutable``); one of another VC likewise (``count.bad_vc``): both are
+    consumed at one beat per cycle. The header of an unroutable
     frame (its first 16 octets as a :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an
     RDMA TH's opcode, flags and msg, the rest zero) is then offered on ``failed`` — for the
     requester to fail the operation at once (spec §9) — and the next frame waits until it is
@@ -221,7 +221,7 @@ class FrameSteer(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(out_q.level == 0)
                 with m.If(self.i.valid & hit):
-                    # Its port was looked up ahead: the first beat leaves now.
+                    # Its port was looked up ahead: the first beat is taken now.
                     forward(hit_port, oefh.vc)
                     with m.If(self.i.ready):
                         m.d.sync += [port.eq(hit_port), vc.eq(oefh.vc)]
@@ -244,7 +244,7 @@ class FrameSteer(wiring.Component):
                                      unroutable_frame.eq(result.none)]
                         m.next = "DROP"
                     with m.Else():
-                        # The first beat leaves in the answer's cycle.
+                        # The first beat is taken in the answer's cycle.
                         forward(result.port)
                         with m.If(self.i.valid & self.i.ready):
                             m.next = "SEND"
@@ -346,8 +346,8 @@ class Nic(wiring.Component):
     up meanwhile, :class:`FrameSteer`'s lookup ahead; the 1 is the steer's output register;
     a frame without a lookup ahead waits :attr:`STEER_LATENCY` more); the XGMII side adds the
     LLR and MAC (CbfcTx adds nothing when the frame bypasses its empty queue):
-    :attr:`TX_LATENCY` in all, to the start word on ``txd``. A response's last beat on ``rxd`` reaches the requester after the MAC, LLR,
-    CbfcRx and the port merge.
+    :attr:`TX_LATENCY` in all, to the start word on ``txd``. A response's last beat on ``rxd``
+    reaches the requester after the MAC, LLR, CbfcRx and the port merge.
     """
     #: Cycles of :class:`FrameSteer` with :class:`Reachability` (lookup) for a frame whose
     #: port was not looked up ahead.
