@@ -157,8 +157,9 @@ async def random_traffic(dut):
 
 
 async def bad_frames(tb, rng):
-    """One of each kind of bad input (spec §11), and a misaligned message."""
-    mtu, src = tb.p["mtu"], rng.choice(PEERS)
+    """One of each kind of bad input (spec §11), a misaligned message and one partly
+    outside the windows."""
+    mtu, src, beat = tb.p["mtu"], rng.choice(PEERS), tb.p["beat_octets"]
     good = tb.write_message(rng.randrange(4096), src, rng.randint(16, mtu), where=0)[0]
     cut = rng.randint(1, len(good.payload) - 1)
     dut = tb.dut
@@ -177,6 +178,14 @@ async def bad_frames(tb, rng):
     # A misaligned message: refused packet by packet, one ACK with ADDRESS_ERROR.
     for frame in tb.write_message(rng.randrange(4096), src, rng.randint(1, 2 * mtu),
                                   where=0.62):
+        await tb.send(frame)
+    # A message across the end of the read/write window, its packets in reverse: the first
+    # to arrive are refused (the read-only window grants no write), the last ones placed;
+    # its ACK carries the first refusal, not the status of the packet that completes it.
+    end = tb.size // 2
+    cmd = RdmaCommand(read=False, dst=LOCAL, id=rng.randrange(4096), length=3 * mtu,
+                      remote=end - mtu - rng.randrange(1, mtu // beat) * beat, local=0)
+    for frame in reversed(command_frames(cmd, src, rng.randbytes(3 * mtu), mtu)):
         await tb.send(frame)
     # Cut inside the RDMA TH: the parser drops it (count_rx_short), the model never sees it.
     await tb.send(None, good.body()[:18])

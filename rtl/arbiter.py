@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from .stream import PacketStream, VerdictPacketStream
 
-__all__ = ["round_robin", "one_hot_index", "wrap_next", "PacketArbiter"]
+__all__ = ["round_robin", "lowest_set", "one_hot_index", "wrap_next", "PacketArbiter"]
 
 
 def round_robin(m, requests, pointer, name):
@@ -22,12 +22,23 @@ def round_robin(m, requests, pointer, name):
         at_or_after.eq(Const((1 << n) - 1, n) << pointer),
         masked.eq(requests & at_or_after),
     ]
-    # x & -x keeps the lowest set bit of x.
     with m.If(masked.any()):
-        m.d.comb += grant.eq(masked & (~masked + 1))
+        m.d.comb += grant.eq(lowest_set(masked))
     with m.Else():
-        m.d.comb += grant.eq(requests & (~requests + 1))
+        m.d.comb += grant.eq(lowest_set(requests))
     return grant
+
+
+def lowest_set(value):
+    """``value`` with only its lowest set bit kept (combinational): bit *k* is set when bit
+    *k* is and no bit below it is, a prefix OR in LUTs (``x & -x`` is the same function through
+    a carry chain, slower at the widths of a switch's arbiters)."""
+    below = Const(0, 1)
+    bits = []
+    for k in range(len(value)):
+        bits.append(value[k] & ~below)
+        below = below | value[k]
+    return Cat(*bits)
 
 
 def one_hot_index(one_hot):

@@ -250,7 +250,9 @@ class RxAcceptor(wiring.Component):
         first = arrive & ~in_frame
         distance = Signal(SEQ_BITS)
         m.d.comb += distance.eq(beat.user.seq - expected)
-        is_expected = distance == 0
+        # An equality, not ``distance == 0``: acceptance (which every beat's path waits for)
+        # does not wait for the subtraction; only the duplicate count does.
+        is_expected = beat.user.seq == expected
         is_old = distance >= _SEQ_HALF
         accept_now = Signal()          # the first beat of this frame is taken
         with m.If(first):

@@ -19,7 +19,7 @@ from ..forwarding.parser import OefhParser
 from ..params import parameters
 from ..regbus import RegisterBus
 from ..stream import PacketStream, VerdictPacketStream, BEAT_OCTETS, keep_count
-from ..wire import HeaderLayout, Opcode, Status, VirtualChannel, OEFH_VERSION
+from ..wire import HeaderLayout, LsSize, Opcode, Status, VirtualChannel, OEFH_VERSION
 from . import csr
 from .axi import Axi4Signature, ADDR_WIDTH, BURST_INCR, RESP_OKAY
 from .engine import LINE_BITS, LINE_OCTETS, MAX_LS_OCTETS
@@ -134,7 +134,8 @@ class LsResponder(wiring.Component):
                     for name, value in counter_values(self.count).items()}
         windows = target_registers(m, self, readings)
         query = intake.window
-        m.d.comb += query.granted.eq(windows.granted(query.line, query.end_line, query.need))
+        m.d.comb += query.granted.eq(windows.granted_aligned(query.line, query.lines_log2,
+                                                             query.need))
         # Store data waits here until its length is known to be right; it holds the data of the
         # store being written and of the next one.
         m.submodules.store_q = store_q = SyncFIFOBuffered(
@@ -170,9 +171,10 @@ class _JobLayout(data.StructLayout):
 
 
 def _WindowQuery():
-    """A window check, as the asker sees it: is there one window that holds lines ``line`` …
-    ``end_line - 1`` and grants a permission of ``need`` (read, write bits)?"""
-    return wiring.Signature({"line": Out(LINE_BITS), "end_line": Out(LINE_BITS + 1),
+    """A window check, as the asker sees it: is there one window that holds the ``2 **
+    lines_log2`` lines from ``line`` and grants a permission of ``need`` (read, write bits)?
+    Only asked of a ``line`` aligned to that count (:meth:`.Windows.granted_aligned`)."""
+    return wiring.Signature({"line": Out(LINE_BITS), "lines_log2": Out(LsSize),
                              "need": Out(2), "granted": In(1)})
 
 
@@ -250,15 +252,15 @@ class _Intake(wiring.Component):
         new = self.header.payload.th.ls
         new_lines = Signal.like(lines)
         m.d.comb += new_lines.eq(Const(1, 3) << new.size)
-        end_line = Signal(LINE_BITS + 1)
-        m.d.comb += end_line.eq(new.line + new_lines)
         # Ref: spec §4.2 — the byte address must be aligned to the size.
         misaligned = (new.line & (new_lines - 1)) != 0
-        addr_lines = 1 << (self.addr_width - 6)
-        beyond = end_line > addr_lines
+        # An aligned access of 2**size lines (at most 4, and the space a power of 2 of at least
+        # 64) runs past the address space exactly when it starts beyond it; neither this nor
+        # the window check needs ``line + lines``, an adder in front of every compare.
+        beyond = new.line[self.addr_width - 6:] != 0
         granted = Signal()
         m.d.comb += [
-            self.window.line.eq(new.line), self.window.end_line.eq(end_line),
+            self.window.line.eq(new.line), self.window.lines_log2.eq(new.size),
             self.window.need.eq(Cat(new.opcode == Opcode.LOAD_REQ,
                                     new.opcode == Opcode.STORE_REQ)),
             granted.eq(self.window.granted),

@@ -146,7 +146,7 @@ class RdmaTarget(wiring.Component):
         claim, account, sweep = contexts.claim, contexts.account, contexts.sweep
         ev = registers.events
         m.d.comb += [
-            check.header.eq(req),
+            check.header.eq(parser.header.payload),
             claim.key.src.eq(req.oefh.src), claim.key.msg.eq(r.msg),
             account.length.eq(r.length), account.last.eq(r.last),
             account.total.eq(check.total),
@@ -172,7 +172,7 @@ class RdmaTarget(wiring.Component):
                 with m.If(sweep.any):
                     m.d.comb += [sweep.en.eq(1), ev.swept.eq(1)]
                 with m.Elif(parser.header.valid):
-                    m.d.comb += parser.header.ready.eq(1)
+                    m.d.comb += [parser.header.ready.eq(1), check.load.eq(1)]
                     m.d.sync += [req.eq(parser.header.payload), seen.eq(0), move_sent.eq(0)]
                     m.next = "CHECK"
             with m.State("CHECK"):

@@ -7,7 +7,7 @@ Ref: spec §4.2, §9, §11 (the target's rules; :class:`~.rdma_target.RdmaTarget
 part implements which).
 """
 
-from amaranth.hdl import Module, Signal, Cat, Mux
+from amaranth.hdl import Module, Signal, Cat, Const, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -46,7 +46,8 @@ class WindowQuerySignature(wiring.Signature):
 
 
 class RdmaTargetCheck(wiring.Component):
-    """Check a request (``header``) against the address space and the memory windows.
+    """Check a request (``header``, taken with ``load``) against the address space and the
+    memory windows.
 
     ``status``: ADDRESS_ERROR if ``addr`` is not a multiple of ``beat_octets`` or ``[addr,
     addr + length)`` runs past the ``addr_width``-bit address space, else ACCESS_DENIED
@@ -55,13 +56,19 @@ class RdmaTargetCheck(wiring.Component):
     length if the packet is its last. ``bad_write``: a WRITE of this length and offset is
     malformed (0 or more than ``mtu`` octets, or past a 16 MiB message).
 
+    The sums (the range's end, its lines, ``total``) and the compares on them are made in
+    the cycle ``load`` takes the header and kept in registers: the window check that decides
+    ``status`` then starts from flip-flops, not behind two adders.
+
     Members
     -------
-    header : In(HeaderLayout)
+    header : In(HeaderLayout); load : In(1)
     window : Out(WindowQuerySignature)
     status : Out(Status); total : Out(LENGTH_BITS + 1); bad_write : Out(1)
 
-    Latency: combinational. Throughput: one request per cycle.
+    Latency: the answers for the header taken with ``load`` in cycle *t* hold from *t* + 1
+    until the next ``load`` (``status`` follows the windows' registers combinationally).
+    Throughput: one request per cycle.
     """
     def __init__(self, beat_octets=8, addr_width=32, mtu=1024):
         self.beat_octets = beat_octets
@@ -69,6 +76,7 @@ class RdmaTargetCheck(wiring.Component):
         self.mtu = mtu
         super().__init__({
             "header": In(HeaderLayout()),
+            "load": In(1),
             "window": Out(WindowQuerySignature()),
             "status": Out(Status),
             "total": Out(LENGTH_BITS + 1),
@@ -80,25 +88,27 @@ class RdmaTargetCheck(wiring.Component):
         beat_bits = (self.beat_octets - 1).bit_length()
         r = self.header.th.rdma
         end = Signal(r.addr.shape().width + 1)
-        m.d.comb += end.eq(r.addr + r.length)
-        # Ref: spec §11 — every line of the range in one window, with the permission.
-        m.d.comb += [
-            self.window.first_line.eq(r.addr[_LINE_BITS:]),
-            self.window.end_line.eq((end + LINE_OCTETS - 1)[_LINE_BITS:]),
-            self.window.need.eq(Mux(r.opcode == Opcode.WRITE, csr.PERM_WRITE, csr.PERM_READ)),
-        ]
-        with m.If((r.addr[:beat_bits] != 0) | (end > (1 << self.addr_width))):
+        total = Signal.like(self.total)
+        m.d.comb += [end.eq(r.addr + r.length), total.eq(r.offset + r.length)]
+        address_error = Signal()
+        query = self.window
+        with m.If(self.load):
+            m.d.sync += [
+                # Ref: spec §11 — every line of the range in one window, with the permission.
+                query.first_line.eq(r.addr[_LINE_BITS:]),
+                query.end_line.eq((end + LINE_OCTETS - 1)[_LINE_BITS:]),
+                query.need.eq(Mux(r.opcode == Opcode.WRITE, csr.PERM_WRITE, csr.PERM_READ)),
+                address_error.eq((r.addr[:beat_bits] != 0) | (end > (1 << self.addr_width))),
+                self.total.eq(total),
+                self.bad_write.eq((r.length == 0) | (r.length > self.mtu) |
+                                  (total > MAX_MESSAGE_OCTETS)),
+            ]
+        with m.If(address_error):
             m.d.comb += self.status.eq(Status.ADDRESS_ERROR)
-        with m.Elif(~self.window.granted):
+        with m.Elif(~query.granted):
             m.d.comb += self.status.eq(Status.ACCESS_DENIED)
         with m.Else():
             m.d.comb += self.status.eq(Status.OK)
-        total = self.total
-        m.d.comb += [
-            total.eq(r.offset + r.length),
-            self.bad_write.eq((r.length == 0) | (r.length > self.mtu) |
-                              (total > MAX_MESSAGE_OCTETS)),
-        ]
         return m
 
 
@@ -153,8 +163,11 @@ class RdmaWriteContexts(wiring.Component):
     account : In(ContextAccountSignature)
     sweep : In(ContextSweepSignature)
 
-    Latency: ``claim`` and ``account`` answer combinationally; ``claim.en`` takes effect for
-    ``account`` in the next cycle; a freed context is free the cycle after ``en``.
+    Latency: ``claim`` and ``account`` answer combinationally. The claimed context, with
+    ``account``'s ``length``, ``last`` and ``total`` added, is prepared in the cycle after
+    ``claim.en``: those must hold from then on, and ``account.en`` come two cycles after the
+    claim at the earliest. A freed context is free the cycle after ``en``; a context is
+    stale the cycle after it reached ``timeout_cycles`` (the judgement is a register).
 
     Throughput: one claim, one account or one sweep per cycle.
     """
@@ -193,26 +206,41 @@ class RdmaWriteContexts(wiring.Component):
             m.d.sync += [slot.eq(one_hot_index(Mux(hits.any(), hits, free))),
                          slot_hit.eq(hits.any())]
 
-        expired = Cat(valid[c] & ((now - stamp[c])[:STAMP_BITS] >= self.timeout_cycles)
-                      for c in range(n))
+        a = self.account
+        # Stale contexts, judged a cycle ahead into a register (so a sweep starts from a
+        # flip-flop): a context the account or the sweep of that cycle touches is not.
+        expired = Signal(n)
+        touched = Signal(n)
+        m.d.comb += touched.eq(Mux(self.sweep.en, expired, 0)
+                               | Mux(a.en, Const(1, n) << slot, 0))
+        m.d.sync += expired.eq(Cat(valid[c] & ~touched[c]
+                                   & ((now - stamp[c])[:STAMP_BITS] >= self.timeout_cycles)
+                                   for c in range(n)))
         m.d.comb += [self.sweep.any.eq(expired.any()),
                      self.sweep.count.eq(sum(expired[c] for c in range(n)))]
 
-        a = self.account
+        # The claimed context with this packet added, prepared in the cycle after the claim
+        # (from ``slot``, a register), so the account only compares registers.
+        prepare = Signal()
+        m.d.sync += prepare.eq(self.claim.en)
         now_placed = Signal(LENGTH_BITS + 1)
         now_goal = Signal(LENGTH_BITS)
         now_known = Signal()
-        now_verdict = Signal(Status)
+        held_verdict = Signal(Status)           # the context's first non-OK status, or OK
         with m.Switch(slot):
             for c in range(n):
                 with m.Case(c):
-                    m.d.comb += [
-                        now_placed.eq(Mux(slot_hit, placed[c], 0) + a.length),
-                        now_known.eq((slot_hit & known[c]) | a.last),
-                        now_goal.eq(Mux(a.last, a.total, goal[c])),
-                        now_verdict.eq(Mux(slot_hit & (verdict[c] != Status.OK),
-                                           verdict[c], a.status)),
-                    ]
+                    with m.If(prepare):
+                        m.d.sync += [
+                            now_placed.eq(Mux(slot_hit, placed[c], 0) + a.length),
+                            now_known.eq((slot_hit & known[c]) | a.last),
+                            now_goal.eq(Mux(a.last, a.total, goal[c])),
+                            held_verdict.eq(Mux(slot_hit, verdict[c], Status.OK)),
+                        ]
+        now_verdict = Mux(held_verdict != Status.OK, held_verdict, a.status)
+        with m.Switch(slot):
+            for c in range(n):
+                with m.Case(c):
                     with m.If(a.en):
                         m.d.sync += [src[c].eq(key.src), msg[c].eq(key.msg),
                                      placed[c].eq(now_placed), goal[c].eq(now_goal),

@@ -5,7 +5,7 @@ Both targets of the NIC (L/S and RDMA) are built from these pieces; each has its
 windows on its own register bus.
 """
 
-from amaranth.hdl import Signal, Cat
+from amaranth.hdl import Signal, Cat, Const, Value
 
 from ..params import IntRange, Param
 from ..regbus import register_reads, word_view
@@ -41,6 +41,22 @@ class Windows:
         """1 when one window holds lines ``first_line`` … ``end_line - 1`` and grants a
         permission of ``need`` (:data:`csr.PERM_READ`/``PERM_WRITE`` bits)."""
         return Cat(((perm & need) != 0) & (first_line >= base) & (end_line <= end)
+                   for base, end, perm in zip(self.base, self.end, self.perm)).any()
+
+    def granted_aligned(self, line, lines_log2, need):
+        """:meth:`granted` for the ``2 ** lines_log2`` lines from ``line``, when ``line`` is a
+        multiple of their count (an L/S access; the answer for any other ``line`` is
+        meaningless, and the asker refuses such a request before it looks).
+
+        Then ``line + lines ≤ end`` exactly when ``line`` is below ``end`` with its low
+        ``lines_log2`` bits cleared (both sides multiples of the count), so each window is
+        two compares of ``line`` against registers and a mask, without an adder in front of
+        them."""
+        # The low bits of ``end`` a shift of ``lines_log2`` can reach, and which of them stay.
+        lines_log2 = Value.cast(lines_log2)
+        k = (1 << len(lines_log2)) - 1
+        keep = (~((Const(1, k + 1) << lines_log2) - 1))[:k]
+        return Cat(((perm & need) != 0) & (line >= base) & (line < Cat(end[:k] & keep, end[k:]))
                    for base, end, perm in zip(self.base, self.end, self.perm)).any()
 
 

@@ -69,9 +69,13 @@ class IslipAllocator(wiring.Component):
                 wanting = Cat(*(self.request[n * i + j] for i in range(n))) & ~in_matched
                 wanting = wanting & ~out_matched[j].replicate(n)
                 urgent = wanting & Cat(*(self.urgent[n * i + j] for i in range(n)))
-                chosen = Signal(n, name=f"it{it}_out{j}_chosen")
-                m.d.comb += chosen.eq(Mux(urgent.any(), urgent, wanting))
-                grants.append(round_robin(m, chosen, grant_ptr[j], f"it{it}_out{j}"))
+                # The round robin among the urgent requests and among all of them side by side,
+                # one chosen last: the choice of set is not in front of the priority logic.
+                grant = Signal(n, name=f"it{it}_out{j}_grant")
+                m.d.comb += grant.eq(Mux(urgent.any(),
+                                         round_robin(m, urgent, grant_ptr[j], f"it{it}_out{j}_u"),
+                                         round_robin(m, wanting, grant_ptr[j], f"it{it}_out{j}")))
+                grants.append(grant)
             # Accept: input i picks among the outputs that granted it.
             accepts = []  # accepts[i]: one-hot over outputs
             for i in range(n):

@@ -155,10 +155,17 @@ class VoqBuffer(wiring.Component):
             read_here = issue & (cur_queue == q)
             with m.If(write_here):
                 m.d.sync += tails[q].eq(tails[q] + 1)
-            level = Signal(range(cap + 1), name=f"level{q}")
-            m.d.comb += level.eq(counts[q] + write_here - read_here)
-            m.d.sync += [counts[q].eq(level), nonempty[q].eq(level != 0),
-                         room[q].eq(level != cap)]
+            # The next level with and without a read, and their flags, are formed before the
+            # read is known: ``issue`` waits for the RAM's ``last`` bit, so it only selects.
+            kept = Signal(range(cap + 1), name=f"level{q}_kept")
+            taken = Signal(range(cap + 1), name=f"level{q}_taken")
+            m.d.comb += [kept.eq(counts[q] + write_here), taken.eq(kept - 1)]
+            with m.If(read_here):
+                m.d.sync += [counts[q].eq(taken), nonempty[q].eq(taken != 0),
+                             room[q].eq(taken != cap)]
+            with m.Else():
+                m.d.sync += [counts[q].eq(kept), nonempty[q].eq(kept != 0),
+                             room[q].eq(kept != cap)]
 
         # --- requests and grant -----------------------------------------------------------
         if self.fifo:
