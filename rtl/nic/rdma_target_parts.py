@@ -227,6 +227,7 @@ class RdmaWriteContexts(wiring.Component):
         now_goal = Signal(LENGTH_BITS)
         now_known = Signal()
         held_verdict = Signal(Status)           # the context's first non-OK status, or OK
+        now_verdict = Mux(held_verdict != Status.OK, held_verdict, a.status)
         with m.Switch(slot):
             for c in range(n):
                 with m.Case(c):
@@ -237,10 +238,6 @@ class RdmaWriteContexts(wiring.Component):
                             now_goal.eq(Mux(a.last, a.total, goal[c])),
                             held_verdict.eq(Mux(slot_hit, verdict[c], Status.OK)),
                         ]
-        now_verdict = Mux(held_verdict != Status.OK, held_verdict, a.status)
-        with m.Switch(slot):
-            for c in range(n):
-                with m.Case(c):
                     with m.If(a.en):
                         m.d.sync += [src[c].eq(key.src), msg[c].eq(key.msg),
                                      placed[c].eq(now_placed), goal[c].eq(now_goal),
