@@ -55,7 +55,8 @@ class FrameSteer(wiring.Component):
     ``entropy`` and holds the frame until the answer arrives on ``result`` (one lookup at a
     time; :class:`Reachability` answers :attr:`Reachability.LATENCY` cycles later); the frame
     then leaves whole on ``o[port][vc - first_vc]``, its first beat the cycle after the answer
-    (the block serves VCs ``first_vc`` … ``first_vc + vcs - 1``). Every beat leaves through a
+    (the block serves VCs ``first_vc`` … ``first_vc + vcs - 1``), or, if the register stage
+    below is full then, as soon as it has room (the answer is kept: it comes only once). Every beat leaves through a
     register stage (:class:`TwoEntryFifo`): ``o`` is driven by flip-flops and ``i.ready`` is
     one, so neither the ports' transmit logic nor their back-pressure reaches back through
     the block into the engines — on the NIC those were one combinational chain across both
@@ -244,12 +245,28 @@ class FrameSteer(wiring.Component):
                                      unroutable_frame.eq(result.none)]
                         m.next = "DROP"
                     with m.Else():
-                        # The first beat is taken in the answer's cycle.
+                        # The first beat is taken in the answer's cycle if the register stage
+                        # has room; else it waits in HELD, the answer kept (it never comes
+                        # again).
                         forward(result.port)
                         with m.If(self.i.valid & self.i.ready):
                             m.next = "SEND"
                             with m.If(beat.last):
                                 m.next = "IDLE"
+                        with m.Else():
+                            m.next = "HELD"
+            with m.State("HELD"):
+                # Its port is known, its first beat not yet taken: taken as soon as the register
+                # stage has room, unless the paths changed meanwhile (``retry``, a port died):
+                # then it is looked up again, as in LOOKUP.
+                with m.If(self.retry):
+                    m.next = "IDLE"
+                with m.Else():
+                    forward(port)
+                    with m.If(self.i.valid & self.i.ready):
+                        m.next = "SEND"
+                        with m.If(beat.last):
+                            m.next = "IDLE"
             with m.State("SEND"):
                 forward(port)
                 with m.If(self.i.valid & self.i.ready & beat.last):
