@@ -1,4 +1,5 @@
-"""``TwoEntryFifo`` against Amaranth's own ``SyncFIFO(depth=2)``, in Amaranth's simulator.
+"""``TwoEntryFifo`` against Amaranth's own ``SyncFIFO(depth=2)``, and ``SkidBuffer`` against
+the stream rules and a plain wire, in Amaranth's simulator.
 
 Both queues get the same random writes (valid on and off, random data) and the same random
 reads (ready on and off) for thousands of cycles; in every cycle their ``w_stream.ready``,
@@ -12,7 +13,7 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.sim import Simulator
 
-from ethlink.rtl.queue import TwoEntryFifo
+from ethlink.rtl.queue import SkidBuffer, TwoEntryFifo
 
 WIDTH = 12
 CYCLES = 4000
@@ -61,3 +62,51 @@ def test_two_entry_fifo_matches_sync_fifo():
     sim.run()
     # The comparison covered reads and a full queue.
     assert seen["reads"] > CYCLES // 10 and seen["full"] > CYCLES // 20, seen
+
+
+def test_skid_buffer():
+    """Random entries in (each held until taken, as the stream rules require) and a random
+    ``ready`` out: every entry comes out once and in order; ``o`` holds an entry until it is
+    taken; an entry offered to an empty stage is on ``o`` in the same cycle; and ``i.ready``
+    does not move when ``o.ready`` does within a cycle (it is a register)."""
+    dut = SkidBuffer(WIDTH)
+    rng = random.Random(6)
+    sent, got = [], []
+    seen = {"same_cycle": 0, "kept": 0}
+
+    async def bench(ctx):
+        offered = None
+        held = None                    # (payload) on o not taken in the cycle before
+        for cycle in range(CYCLES):
+            bias = 0.8 if (cycle // 200) % 2 else 0.3
+            if offered is None and rng.random() < bias:
+                offered = rng.getrandbits(WIDTH)
+            ctx.set(dut.i.valid, offered is not None)
+            ctx.set(dut.i.payload, offered or 0)
+            ctx.set(dut.o.ready, 0)
+            in_ready = ctx.get(dut.i.ready)
+            ready = rng.random() > bias
+            ctx.set(dut.o.ready, ready)
+            assert ctx.get(dut.i.ready) == in_ready, f"cycle {cycle}: i.ready follows o.ready"
+            valid, payload = ctx.get(dut.o.valid), ctx.get(dut.o.payload)
+            if held is not None:
+                assert valid and payload == held, f"cycle {cycle}: o dropped or changed"
+            if offered is not None and in_ready and held is None:
+                assert valid and payload == offered, f"cycle {cycle}: not passed through"
+                seen["same_cycle"] += 1
+            if valid and ready:
+                got.append(payload)
+            held = payload if valid and not ready else None
+            seen["kept"] += held is not None and offered is not None and in_ready
+            if offered is not None and in_ready:
+                sent.append(offered)
+                offered = None
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == sent[:len(got)] and len(sent) - len(got) <= 1
+    assert len(got) > CYCLES // 8 and seen["same_cycle"] > 100 and seen["kept"] > 100, seen
+

@@ -86,10 +86,11 @@ def read_committed(m, rd, rd_ptr, commit, o, *, abandon=None, restart=None, thro
         held = Signal(FrameWordLayout())
         from_held = Signal()
         m.d.comb += caught.eq(advance & strobe & (rd_ptr == commit) & ~stop)
+        # ``held`` takes the word being written whenever the output register moves, caught or
+        # not (``from_held`` says which of them is used), so that its enable does not wait
+        # for the pointer compare.
         with m.If(advance):
-            m.d.sync += from_held.eq(caught)
-        with m.If(caught):
-            m.d.sync += held.eq(written)
+            m.d.sync += [from_held.eq(caught), held.eq(written)]
         word = Signal(FrameWordLayout())
         m.d.comb += word.eq(Mux(from_held, held, rd.data))
         read = read | caught

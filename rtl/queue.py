@@ -7,7 +7,7 @@ from amaranth.lib.wiring import Out
 
 from .params import check_power_of_two
 
-__all__ = ["DualPushQueue", "TwoEntryFifo"]
+__all__ = ["DualPushQueue", "TwoEntryFifo", "SkidBuffer"]
 
 
 class DualPushQueue(wiring.Component):
@@ -127,4 +127,40 @@ class TwoEntryFifo(wiring.Component):
         with m.If(write):
             m.d.sync += tail.eq(self.w_stream.payload)
         m.d.sync += level.eq(level + write - read)
+        return m
+
+
+class SkidBuffer(wiring.Component):
+    """A stream stage that passes a transfer straight through but whose ``i.ready`` is a
+    flip-flop, so the consumer's ``ready`` stops here instead of running on into the producer.
+
+    An entry offered on ``i`` while the stage is empty is on ``o`` in the same cycle (no
+    latency); if ``o`` does not take it, it is kept in the stage's register and ``i.ready``
+    goes low until it has left. Throughput: one entry per cycle while ``o`` is ready; a cycle
+    is lost after each cycle ``o`` refuses one.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+    o : Out(stream.Signature(shape))
+    """
+    def __init__(self, shape):
+        super().__init__({
+            "i": wiring.In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        kept = Signal.like(self.i.payload)
+        full = Signal()
+        m.d.comb += [
+            self.i.ready.eq(~full),
+            self.o.valid.eq(full | self.i.valid),
+            self.o.payload.eq(Mux(full, kept, self.i.payload)),
+        ]
+        with m.If(self.i.valid & ~full & ~self.o.ready):
+            m.d.sync += [kept.eq(self.i.payload), full.eq(1)]
+        with m.If(full & self.o.ready):
+            m.d.sync += full.eq(0)
         return m

@@ -103,8 +103,8 @@ class CbfcEnd(wiring.Component):
         ``resteer=True`` only.
 
     Latency: CbfcTx (:attr:`CbfcTx.LATENCY`, 2 cycles from a frame's last beat in to its first
-    beat out: store and forward; with ``bypass``, 0 cycles from its first beat in for a frame
-    that finds its queue empty, :attr:`CbfcTx.BYPASS_LATENCY`) + the link (its receiver cut
+    beat out: store and forward; with ``bypass``, 1 cycle from its first beat offered for a
+    frame that finds its queue empty, :attr:`CbfcTx.BYPASS_LATENCY`) + the link (its receiver cut
     through: no receive buffer in the LLR, 1 cycle) + CbfcRx (:attr:`CbfcRx.LATENCY`, 2
     cycles from a frame's last beat in to its first beat out: the VC buffer is the one
     store-and-forward copy, rolled back when the frame is bad; 1 cycle from each beat in on

@@ -49,8 +49,9 @@ class CbfcRx(wiring.Component):
       per VC and applied one VC per cycle in turn.
     * **CREDIT_SYNC.** A SYNC counts only frames the LLR has acknowledged, and the LLR
       receiver holds no frame (each is passed on as it is committed), so every frame a SYNC
-      counts is already in a buffer when the SYNC arrives: it is applied at once
-      (:class:`CreditReceiver`; one VC per cycle when several wait).
+      counts is already in a buffer when the SYNC arrives: it is offered to
+      :class:`CreditReceiver` from a register the cycle after it arrives and applied there
+      (a SYNC every other cycle when several VCs wait).
 
     Latency (:attr:`LATENCY`): a frame whose last beat arrives on ``i`` in cycle *t* offers
     its first beat on ``o[v]`` in *t* + 2 (store and forward, :class:`FrameFifo`); on a VC of
@@ -192,13 +193,23 @@ class CbfcRx(wiring.Component):
         is_sync = lcw.valid & (lcw.payload.type == LcwType.CREDIT_SYNC) & (sync_vc < n)
         pending = Signal(n)
         values = [Signal(CREDIT_BITS, name=f"sync_value{v}") for v in range(n)]
-        apply_vc = lowest_set(m, pending, n, "sync_apply_vc")
-        m.d.comb += [credits.sync.eq(pending != 0), credits.sync_vc.eq(apply_vc)]
+        # The SYNC offered to the credit receiver comes from registers of its own (loaded from
+        # the lowest pending VC when none is offered), so that the receiver's leak arithmetic
+        # starts from flip-flops, not from the choice among the pending VCs.
+        offer = Signal()
+        offer_vc = Signal(range(max(n, 2)))
+        offer_value = Signal(CREDIT_BITS)
+        next_vc = lowest_set(m, pending, n, "sync_next_vc")
+        load = ~offer & (pending != 0)
+        m.d.comb += [credits.sync.eq(offer), credits.sync_vc.eq(offer_vc),
+                     credits.sync_value.eq(offer_value)]
+        with m.If(credits.sync & credits.sync_ready):
+            m.d.sync += offer.eq(0)
+        with m.If(load):
+            m.d.sync += [offer.eq(1), offer_vc.eq(next_vc)]
         for v in range(n):
-            with m.If(apply_vc == v):
-                m.d.comb += credits.sync_value.eq(values[v])
-            with m.If(credits.sync & credits.sync_ready & (apply_vc == v)):
-                m.d.sync += pending[v].eq(0)
+            with m.If(load & (next_vc == v)):
+                m.d.sync += [pending[v].eq(0), offer_value.eq(values[v])]
             with m.If(is_sync & (sync_vc == v)):
                 m.d.sync += [pending[v].eq(1), values[v].eq(sync.credits)]
 

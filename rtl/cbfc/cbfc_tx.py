@@ -117,10 +117,11 @@ class CbfcTx(wiring.Component):
     * **Bypass** (``bypass=True``). A frame whose length its first beat tells (the L/S
       opcodes, RDMA READ_REQ and ACK: :data:`HEAD_KNOWN_OPCODES`; spec §7 v1.1), offered on
       ``i[v]`` while queue *v* holds nothing, competes in the same round robin with its cost
-      from its TH, and when it wins (the arbiter between frames, ``o`` ready) it goes straight
-      to ``o`` as it arrives: its first beat in the cycle of the grant. Its beats may come with
-      gaps; the layer below must bear them (the link end's MAC fills them with LCWs). A frame
-      not granted in the cycle its first beat is offered goes into its queue as before. A
+      from its TH. Its first beat is held (``i[v].ready`` low) in the cycle of that decision,
+      so that neither ``o`` nor ``i[v].ready`` waits for the arbiter; when it won (the arbiter
+      between frames, ``o`` ready) it goes straight to ``o`` from the next cycle on, as it
+      arrives, else into its queue as any other frame. Its beats may come with gaps; the
+      layer below must bear them (the link end's MAC fills them with LCWs). A
       bypassing frame is held to its TH's length: one that goes on past it is cut an octet
       short of it (its last beat marked ``last``, the rest of it taken and discarded), so the
       receiver finds it malformed and drops it (spec §7); one that ends early leaves as it is
@@ -143,10 +144,12 @@ class CbfcTx(wiring.Component):
 
     Latency (:attr:`LATENCY`): a frame whose last beat is taken on ``i`` in cycle *t*, with
     credits available and ``o`` idle, offers its first beat on ``o`` in *t* + 2 (committed
-    and granted in *t* + 1, out of the block RAM in *t* + 2). A bypassing frame's beats are
-    on ``o`` in the cycle they are offered on ``i`` (:attr:`BYPASS_LATENCY` = 0). A
+    and granted in *t* + 1, out of the block RAM in *t* + 2). A bypassing frame's first beat,
+    offered on ``i`` in cycle *t*, is granted in *t* and on ``o`` in *t* + 1
+    (:attr:`BYPASS_LATENCY` = 1), its later beats in the cycle they are offered. A
     CREDIT_UPDATE taken in cycle *c* that gives a waiting frame its credits puts its first beat on ``o`` in *c* + 2.
-    Throughput: one beat per cycle, plus one cycle per frame (none for a bypassing frame).
+    Throughput: one beat per cycle, plus one cycle per frame (the decision; the MAC's start
+    word and gap absorb it, the line rate is unaffected).
 
     Members
     -------
@@ -171,7 +174,7 @@ class CbfcTx(wiring.Component):
     VC_COUNTERS = ("frames_sent", "frames_dropped")
     LATENCY = 2
     #: Cycles from a bypassing frame's first beat offered on ``i`` to the same beat on ``o``.
-    BYPASS_LATENCY = 0
+    BYPASS_LATENCY = 1
 
     def __init__(self, vcs, *, credit_size=64, queue_octets=8192, sync_period=4096,
                  llr_frames=64, counter_init=0, resteer=False, bypass=False, urgent_vcs=0,
@@ -243,6 +246,9 @@ class CbfcTx(wiring.Component):
         bypass = self._bypass
         in_frame = [Signal(name=f"in_frame{v}") for v in range(n)]     # i[v] inside a frame
         eligible = Signal(n)           # i[v] offers a first beat that may bypass its queue
+        # i[v]'s first beat was a candidate in the cycle before and is still held: it leaves
+        # on ``o`` now if it was granted, else it goes into its queue.
+        decided = Signal(n)
         empty = Signal(n)              # queue v holds no frame
         costs, bodies = [], []
         for v, queue in enumerate(queues):
@@ -255,9 +261,9 @@ class CbfcTx(wiring.Component):
                         m.d.comb += cost.eq(frame_cost(body, self.credit_size))
             m.d.comb += empty[v].eq(queue.empty)
             if bypass:
-                m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & empty[v] & known
-                                           & (oefh_vc(beat.data) == v) & ~beat.last
-                                           & (beat.keep == 0xFF))
+                m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & ~decided[v]
+                                           & empty[v] & known & (oefh_vc(beat.data) == v)
+                                           & ~beat.last & (beat.keep == 0xFF))
             bodies.append(octets)
             # The cost the credit check sees: the queue's head, or the frame bypassing it.
             costs.append(Signal(COST_BITS, name=f"cost{v}"))
@@ -274,7 +280,7 @@ class CbfcTx(wiring.Component):
         rr = Signal(range(max(n, 2)))
         candidates = Signal(n)
         # A frame is chosen only when the LLR takes a new frame, as late as the line allows
-        # (its ``ahead_words``); a bypass needs that anyway: its grant is the transfer.
+        # (its ``ahead_words``); a bypassing frame then leaves in the next cycle.
         m.d.comb += candidates.eq((~empty | eligible) & self.o.ready.replicate(n) & credits.ok)
         grant = Signal()
         any_ready, pick = self._pick(m, candidates, rr, grant)
@@ -293,10 +299,10 @@ class CbfcTx(wiring.Component):
             m.d.sync += [busy.eq(1), direct.eq(picked_empty), cur.eq(pick),
                          rr.eq(Mux(pick == n - 1, 0, pick + 1))]
         # The frame is recorded the cycle after its grant, so that the grant does not also
-        # drive the record's LUT-RAM write. Grants are at least 2 cycles apart (a frame has
-        # at least 2 beats, and the next grant waits for the last), so ``flight_full`` and
-        # ``w_ptr`` are up to date by the next grant; a record is released only once the LLR
-        # has acknowledged its frame, long after.
+        # drive the record's LUT-RAM write. Grants are at least 3 cycles apart (a frame has at
+        # least 2 beats after its grant, and the next grant waits for the last), so
+        # ``flight_full`` and ``w_ptr`` are up to date by the next grant; a record is released
+        # only once the LLR has acknowledged its frame, long after.
         recording = Signal()
         record = Signal.like(picked)
         m.d.sync += [recording.eq(grant), record.eq(picked)]
@@ -315,11 +321,16 @@ class CbfcTx(wiring.Component):
         malformed = Signal(n)
         for v, queue in enumerate(queues):
             inp, beat = self.i[v], self.i[v].payload
-            starting = grant & picked_empty & (pick == v)
-            through = starting | (busy & direct & (cur == v))
+            through = busy & direct & (cur == v)
+            starting = decided[v]          # with ``through``: the first beat, granted
+            # A candidate's first beat is held in the cycle of the decision (whatever it is),
+            # so that neither ``o`` nor ``i[v].ready`` waits for the arbiter.
+            with m.If(eligible[v]):
+                m.d.sync += decided[v].eq(1)
+            with m.If(inp.valid & inp.ready):
+                m.d.sync += decided[v].eq(0)
             # The checks of a frame's first beat (against its TH) and of a later beat (against
-            # what was recorded) are made apart and chosen by ``starting`` last: the grant
-            # comes late in the cycle, the beat and the registers early.
+            # what was recorded) are made apart and chosen by ``starting`` last.
             octets = keep_count(beat.keep, MAC_BEAT_OCTETS)
             check = {}
             for case, base, limit in (("first", Const(0, len(seen)), bodies[v]),
@@ -351,7 +362,7 @@ class CbfcTx(wiring.Component):
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)
                     m.d.comb += malformed[v].eq(too_long | too_short)
-            with m.Else():
+            with m.Elif(~eligible[v]):
                 wiring.connect(m, wiring.flipped(inp), queue.i)
             m.d.comb += queue.reject.eq(oefh_vc(beat.data) != v)
             counters.frames_dropped[v].increment(m, queue.dropped | malformed[v])

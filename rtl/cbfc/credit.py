@@ -313,9 +313,11 @@ class CreditReceiver(wiring.Component):
         for v in range(n):
             arrived = Mux(self.arrive & (self.arrive_vc == v), self.arrive_cost, 0)
             drained = Mux(self.drain & (self.drain_vc == v), self.drain_cost, 0)
-            leaked = Mux(recover & (self.sync_vc == v), leak, 0)
-            m.d.sync += [received[v].eq(received[v] + arrived + leaked),
-                         freed[v].eq(freed[v] + drained + leaked)]
+            recovered = recover & (self.sync_vc == v)
+            # A SYNC is taken only in a cycle without an arrival on its VC, so ``received``
+            # plus the leak is the SYNC's value: no adder behind the leak check.
+            m.d.sync += [received[v].eq(Mux(recovered, self.sync_value, received[v] + arrived)),
+                         freed[v].eq(freed[v] + drained + Mux(recovered, leak, 0))]
 
         # --- CREDIT_UPDATE: threshold per VC, and every VC each update_period cycles --------
         # Automatic threshold: an eighth of what is advertised now, so that a run-time cap on

@@ -68,7 +68,7 @@ class FrameFifo(wiring.Component):
     frames : Out
         Frames wholly stored and not yet wholly sent.
     empty : Out(1)
-        ``frames`` is 0 (an equality of two counters, not their difference).
+        ``frames`` is 0 (a register kept with the counters, as are the slot checks).
     head_cost : Out(COST_BITS)
         Cost of the oldest stored frame (the one ``o`` offers or is sending); a register.
     popped, popped_cost : Out(1), Out(COST_BITS)
@@ -125,7 +125,13 @@ class FrameFifo(wiring.Component):
         rd_ptr = Signal(AW + 1)
         cost_in = Signal(FW + 1)       # frames stored
         cost_out = Signal(FW + 1)      # frames wholly sent
-        m.d.comb += [self.frames.eq(cost_in - cost_out), self.empty.eq(cost_in == cost_out)]
+        # The flags of the frame count are registers, kept with the counters (below), so that
+        # the writer's drop decision and a consumer's grant start from flip-flops rather than
+        # from a subtraction and a compare.
+        empty = Signal(init=1)         # frames == 0
+        at_full = Signal()             # frames == F
+        at_spare = Signal()            # frames >= F - 1
+        m.d.comb += [self.frames.eq(cost_in - cost_out), self.empty.eq(empty)]
 
         # --- writer ---------------------------------------------------------------------------
         beat = self.i.payload
@@ -135,9 +141,9 @@ class FrameFifo(wiring.Component):
         words_in = Signal(range(MAX_FRAME_WORDS + 2))
         first = ~in_frame
         full = (wr_ptr - rd_ptr)[:AW + 1] == W
-        no_slot = self.frames == F
+        no_slot = at_full
         if self.spare_slot:
-            no_slot = Mux(self.use_spare, no_slot, self.frames >= F - 1)
+            no_slot = Mux(self.use_spare, at_full, at_spare)
         if self.drop_when_full:
             m.d.comb += self.i.ready.eq(1)
             lost_now = full | (first & no_slot)
@@ -210,6 +216,14 @@ class FrameFifo(wiring.Component):
             m.d.sync += head_cost.eq(cost_next.data)
         with m.If(sent_last):
             m.d.sync += cost_out.eq(cost_out + 1)
+        # The count's flags follow it: up by one (a frame stored, none sent), down by one (one
+        # sent, none stored), or unchanged.
+        with m.If(self.stored & ~sent_last):
+            m.d.sync += [empty.eq(0), at_full.eq(self.frames == F - 1),
+                         at_spare.eq(self.frames >= F - 2)]
+        with m.Elif(sent_last & ~self.stored):
+            m.d.sync += [empty.eq(self.frames == 1), at_full.eq(0),
+                         at_spare.eq(self.frames == F)]
         m.d.comb += [self.head_cost.eq(head_cost),
                      self.popped.eq(sent_last), self.popped_cost.eq(head_cost)]
         return m

@@ -28,7 +28,7 @@ from ..counters import COUNTER_WIDTH, CounterBank, Counters, merge_counters
 from ..link.layouts import LcwStream, MAC_BEAT_OCTETS, xgmii_rx, xgmii_tx
 from ..link import TxState
 from ..params import parameters
-from ..queue import TwoEntryFifo
+from ..queue import SkidBuffer, TwoEntryFifo
 from ..stream import PacketLayout, PacketStream, connect_packets
 from ..wire import OEFH, HEADER_OCTETS, HeaderLayout, VirtualChannel, lanes_to_value
 from .axi import ADDR_WIDTH
@@ -362,7 +362,8 @@ class Nic(wiring.Component):
     CbfcEnd ``LsRequester.TX_LATENCY`` + 1 cycles after ``req`` is taken (its port was looked
     up meanwhile, :class:`FrameSteer`'s lookup ahead; the 1 is the steer's output register;
     a frame without a lookup ahead waits :attr:`STEER_LATENCY` more); the XGMII side adds the
-    LLR and MAC (CbfcTx adds nothing when the frame bypasses its empty queue):
+    LLR and MAC, and CbfcTx its bypass decision (1 cycle when the frame bypasses its empty
+    queue):
     :attr:`TX_LATENCY` in all, to the start word on ``txd``. A response's last beat on ``rxd``
     reaches the requester after the MAC, LLR, CbfcRx and the port merge.
     """
@@ -371,10 +372,11 @@ class Nic(wiring.Component):
     STEER_LATENCY = Reachability.LATENCY
     #: Cycles from a 64 B LOAD_REQ taken on ``req`` to its start word on ``txd``: requester 2
     #: (its port looked up meanwhile) + steering 1 (the output register that keeps the
-    #: engines' logic apart from the ports') + CbfcTx 0 (the frame bypasses its empty queue,
-    #: its cost from the TH) + LLR and MAC 2. A store is as fast: its first beat leaves as it
-    #: comes (the MAC fills a late beat with an LCW).
-    TX_LATENCY = 5
+    #: engines' logic apart from the ports') + CbfcTx 1 (the frame bypasses its empty queue,
+    #: its cost from the TH; its first beat waits the cycle of the decision) + LLR and MAC
+    #: 2. A store is as fast: its first beat leaves as it comes (the MAC fills a late beat
+    #: with an LCW).
+    TX_LATENCY = 6
     #: Cycles from a 64 B LOAD_REQ's start word on ``rxd`` to the target's AXI read request
     #: (``m_axi_arvalid``): the frame off the line through the MAC (its last body beat 2
     #: cycles after the ``/T/`` word, with the verdict) and the LLR (cut-through), CbfcRx 1
@@ -482,8 +484,16 @@ class Nic(wiring.Component):
             wiring.connect(m, engine.o, tx_merge.i[k])
         for k, engine in enumerate((rdma_tgt, rdma_req)):
             wiring.connect(m, engine.o, rdma_tx_merge.i[k])
-        purging = self._resteer(m, (tx_merge.o, rdma_tx_merge.o), (steer, rdma_steer), reach,
-                                purges)
+        # Each merge's output passes a skid stage: a steer's ``ready`` depends on the frame it
+        # is offered (its port looked up ahead or not, and in a purge the frame a port gives
+        # back), and without the stage it ran on through the merge into the engines' output
+        # logic (NIC timing, docs/timing.md). The stage adds no cycle.
+        merged = []
+        for name, merge in (("tx_skid", tx_merge), ("rdma_tx_skid", rdma_tx_merge)):
+            m.submodules[name] = skid = SkidBuffer(merge.o.payload.shape())
+            wiring.connect(m, merge.o, skid.i)
+            merged.append(skid.o)
+        purging = self._resteer(m, merged, (steer, rdma_steer), reach, purges)
         # Ref: spec §9 — a request no port reaches completes at once (UNREACHABLE); a
         # response so dropped leaves the remote request to time out. (The L/S path steers
         # RDMA frames only in a purge, while the RDMA path is held between frames: the two
