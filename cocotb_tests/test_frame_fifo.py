@@ -3,7 +3,7 @@ back-pressure out, through the four shapes the CBFC ends build (a receive buffer
 when full and passes frames on as they arrive, a transmit queue that waits, the same with a
 spare slot for re-steered frames, a store-and-forward buffer that drops). Every cycle the
 queue's ``empty`` must say ``frames == 0``; every frame that finds no slot — ``frames`` at
-``frames`` limit, or at one below it when the spare slot is not asked for — must be dropped
+the queue's limit, or one below it when the spare slot is not asked for — must be dropped
 (or wait, without ``drop_when_full``), and no other; every other frame must come out whole and
 in order."""
 
@@ -19,8 +19,8 @@ WORDS = 512            # far more than SLOTS frames of the lengths below: only s
 
 
 def _no_slot(frames, spare_slot, use_spare):
-    """Spec of the slot check, from the FrameFifo docstring: a frame finds no slot when the
-    queue holds ``SLOTS`` frames, or — with a spare slot it does not ask for — ``SLOTS - 1``."""
+    """The slot check as the FrameFifo docstring states it: a frame finds no slot when the
+    queue holds ``SLOTS`` frames, or ``SLOTS - 1`` with a spare slot it does not ask for."""
     if spare_slot and not use_spare:
         return frames >= SLOTS - 1
     return frames == SLOTS

@@ -109,4 +109,3 @@ def test_skid_buffer():
     sim.run()
     assert got == sent[:len(got)] and len(sent) - len(got) <= 1
     assert len(got) > CYCLES // 8 and seen["same_cycle"] > 100 and seen["kept"] > 100, seen
-

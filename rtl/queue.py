@@ -136,8 +136,9 @@ class SkidBuffer(wiring.Component):
 
     An entry offered on ``i`` while the stage is empty is on ``o`` in the same cycle (no
     latency); if ``o`` does not take it, it is kept in the stage's register and ``i.ready``
-    goes low until it has left. Throughput: one entry per cycle while ``o`` is ready; a cycle
-    is lost after each cycle ``o`` refuses one.
+    goes low until it has left. Throughput: ``o`` carries one entry per cycle while it is
+    ready (the kept entry, then the next one offered); ``i`` waits the one cycle in which the
+    kept entry leaves.
 
     Members
     -------
