@@ -15,7 +15,7 @@ KEYS = ("overflows", "lost", "throughput_by_credits", "throughput_fraction_of_be
         "stall_cycles", "update_overhead_octets_per_s", "update_overhead_fraction",
         "knee_credits", "bdp_credits", "rtt_cycles", "body_octets", "ecp5",
         "cbfc_tx_latency_cycles", "cbfc_rx_latency_cycles", "cbfc_update_to_frame_cycles",
-        "vc_isolation")
+        "cbfc_bypass_latency_cycles", "vc_isolation")
 #: Words an end lets its LLR hold ahead of the wire (docs/cbfc.md, "Nothing piles up ahead of
 #: the wire"; CbfcEnd's default ``tx_ahead_words``).
 AHEAD_WORDS = 6
@@ -38,6 +38,7 @@ def test_bench_cbfc_without_synthesis(tmp_path, cli, monkeypatch):
     assert all(key in result for key in KEYS), set(KEYS) - set(result)
     assert result["ecp5"] is None
     assert result["cbfc_tx_latency_cycles"] == result["cbfc_rx_latency_cycles"] == 2
+    assert result["cbfc_bypass_latency_cycles"] == 1
     assert "knee" in out
 
     # Every point ran, carried traffic, and lost nothing.

@@ -22,7 +22,9 @@ def test_latencies_match_the_docstrings():
     measured = measure_latencies()
     assert measured == {"cbfc_tx_latency_cycles": CbfcTx.LATENCY,
                         "cbfc_rx_latency_cycles": CbfcRx.LATENCY,
-                        "cbfc_update_to_frame_cycles": 2}, measured
+                        "cbfc_update_to_frame_cycles": 2,
+                        # Ref: docs/cbfc.md "Latency" — the bypass decision's cycle.
+                        "cbfc_bypass_latency_cycles": 1}, measured
 
 
 def test_cbfc_tx():

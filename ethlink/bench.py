@@ -552,7 +552,8 @@ def _cbfc_table(result):
     lines.append(f"latency (cycles): CbfcTx last beat in -> first beat out "
                  f"{result['cbfc_tx_latency_cycles']}, CbfcRx first beat in -> first beat out "
                  f"{result['cbfc_rx_latency_cycles']}, CREDIT_UPDATE -> waiting frame out "
-                 f"{result['cbfc_update_to_frame_cycles']}")
+                 f"{result['cbfc_update_to_frame_cycles']}, CbfcTx bypass first beat offered -> out "
+                 f"{result['cbfc_bypass_latency_cycles']}")
     lines.append(f"best {result['best_throughput']:.3f} of line rate, framing limit "
                  f"{result['framing_limit']:.3f}; frames sent {result['frames_sent']}, "
                  f"delivered {result['frames_delivered']}, lost {result['lost']}, duplicated "

@@ -2,12 +2,14 @@
 the latencies ``ethlink bench cbfc`` reports (measured, cycle by cycle)."""
 
 import random
+from types import SimpleNamespace
 
+from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
 from ethlink.rtl.cbfc.cbfc_rx import CbfcRx
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
-from ethlink.rtl.wire import CREDIT_PAYLOAD, LcwType
+from ethlink.rtl.wire import CREDIT_PAYLOAD, OEFH, OEFH_VERSION, LcwType, LsSize, Opcode
 from ethlink.sim.cbfc_tb import vc_body
 
 __all__ = ["Clock", "send", "lcw", "run", "measure_latencies"]
@@ -95,8 +97,10 @@ def run(dut, clock, bench, *background, watchers=()):
 def measure_latencies():
     """Cycles, measured: a frame's last beat into CbfcTx (credits available, output idle) →
     its first beat out (store and forward); a frame's last beat into CbfcRx → its first beat
-    out (store and forward: the link layer cuts through to it); a CREDIT_UPDATE into CbfcTx that frees a waiting frame → that frame's
-    first beat out."""
+    out (store and forward: the link layer cuts through to it); a CREDIT_UPDATE into CbfcTx
+    that frees a waiting frame → that frame's first beat out; a 64 B LOAD_REQ's first beat
+    first offered to a CbfcTx with ``bypass`` (its VC idle, credits available) → that beat
+    out."""
     result = {}
     rng = random.Random(1)
 
@@ -126,4 +130,23 @@ def measure_latencies():
         result["cbfc_rx_latency_cycles"] = rx_clock.firsts["o"][0] - rx_clock.lasts["i"][0]
 
     run(rx, rx_clock, rx_bench)
+
+    bypass = CbfcTx(1, credit_size=64, queue_octets=4096, sync_period=1 << 16, bypass=True)
+    # Every cycle a first beat is offered on i[0], taken or not.
+    offered = SimpleNamespace(valid=bypass.i[0].valid, ready=Const(1),
+                              payload=bypass.i[0].payload)
+    bypass_clock = Clock({"offered": offered, "o": bypass.o}, lcw=bypass.lcw_rx)
+    load = (OEFH.to_int(ver=OEFH_VERSION, vc=0).to_bytes(6, "big")
+            + (Opcode.LOAD_REQ << 60 | LsSize.B64 << 58).to_bytes(8, "big"))
+
+    async def bypass_bench(ctx):
+        ctx.set(bypass.o.ready, 1)
+        await lcw(ctx, bypass.lcw_rx, LcwType.CREDIT_UPDATE, 0, 64)
+        await ctx.tick().repeat(3)
+        await send(ctx, bypass_clock, bypass.i[0], load)
+        await ctx.tick().repeat(5)
+        result["cbfc_bypass_latency_cycles"] = (bypass_clock.firsts["o"][0]
+                                                - bypass_clock.firsts["offered"][0])
+
+    run(bypass, bypass_clock, bypass_bench)
     return result
