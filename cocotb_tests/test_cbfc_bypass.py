@@ -8,15 +8,13 @@ more than was charged; an urgent VC's frame waits only for the frame being sent,
 VCs still get their bounded share."""
 
 import random
-from types import SimpleNamespace
 
 import pytest
-from amaranth.hdl import Const
 
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
 from ethlink.rtl.cbfc.credit import frame_cost
 from ethlink.rtl.wire import OEFH, OEFH_VERSION, LcwType, LsSize, Opcode, Status
-from ethlink.sim.cbfc_blocks import Clock, lcw, run, send
+from ethlink.sim.cbfc_blocks import Clock, lcw, offers, run, send
 from ethlink.sim.cbfc_tb import vc_body
 
 CREDIT = 64
@@ -77,9 +75,8 @@ class _Out:
 def test_bypass_latency_and_gaps():
     rng = random.Random(11)
     dut = CbfcTx(2, credit_size=CREDIT, queue_octets=4096, sync_period=1 << 16, bypass=True)
-    # Every cycle a first beat is offered on i[0], taken or not.
-    offered = SimpleNamespace(valid=dut.i[0].valid, ready=Const(1), payload=dut.i[0].payload)
-    clock = Clock({"o": dut.o, "i0": dut.i[0], "offered0": offered}, lcw=dut.lcw_rx)
+    # "offered0": every cycle a first beat is offered on i[0], taken or not.
+    clock = Clock({"o": dut.o, "i0": dut.i[0], "offered0": offers(dut.i[0])}, lcw=dut.lcw_rx)
     out = _Out(dut.o, clock)
     done = {}
 

@@ -12,7 +12,7 @@ from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
 from ethlink.rtl.wire import CREDIT_PAYLOAD, OEFH, OEFH_VERSION, LcwType, LsSize, Opcode
 from ethlink.sim.cbfc_tb import vc_body
 
-__all__ = ["Clock", "send", "lcw", "run", "measure_latencies"]
+__all__ = ["Clock", "offers", "send", "lcw", "run", "measure_latencies"]
 
 
 def _beats(body):
@@ -48,6 +48,12 @@ class Clock:
                     self.lasts[name].append(self.now)
             if self.lcw is not None and values[-1]:
                 self.lcws.append(self.now)
+
+
+def offers(port):
+    """``port`` as :class:`Clock` should watch it to record every cycle a beat is offered on
+    it, taken or not (its ``ready`` read as always high)."""
+    return SimpleNamespace(valid=port.valid, ready=Const(1), payload=port.payload)
 
 
 async def send(ctx, clock, port, body, idle=None, error=False):
@@ -132,10 +138,7 @@ def measure_latencies():
     run(rx, rx_clock, rx_bench)
 
     bypass = CbfcTx(1, credit_size=64, queue_octets=4096, sync_period=1 << 16, bypass=True)
-    # Every cycle a first beat is offered on i[0], taken or not.
-    offered = SimpleNamespace(valid=bypass.i[0].valid, ready=Const(1),
-                              payload=bypass.i[0].payload)
-    bypass_clock = Clock({"offered": offered, "o": bypass.o}, lcw=bypass.lcw_rx)
+    bypass_clock = Clock({"offered": offers(bypass.i[0]), "o": bypass.o}, lcw=bypass.lcw_rx)
     load = (OEFH.to_int(ver=OEFH_VERSION, vc=0).to_bytes(6, "big")
             + (Opcode.LOAD_REQ << 60 | LsSize.B64 << 58).to_bytes(8, "big"))
 
