@@ -85,14 +85,18 @@ class _CounterCore(Elaboratable):
         seen = Signal(name=f"{value.name}_seen")
         m.d.sync += seen.eq(self.toggle)
         top = (1 << len(value)) - 1
+        # The sum's carry out says it passed the top, so no compare of ``value`` with the top
+        # stands beside the adder (on the ECP5 that compare was a quarter of a counter's
+        # LUTs): a count stops there (the carry out holds the register's enable low), a sum
+        # is clamped to it.
+        total = Signal(len(value) + 1, name=f"{value.name}_sum")
+        m.d.comb += total.eq(value + (1 if self.kind == "count" else self.amount))
         with m.If(seen != self.toggle):
             if self.kind == "count":
-                with m.If(value != top):
-                    m.d.sync += value.eq(value + 1)
+                with m.If(~total[-1]):
+                    m.d.sync += value.eq(total[:-1])
             else:
-                total = Signal(len(value) + 1, name=f"{value.name}_sum")
-                m.d.comb += total.eq(value + self.amount)
-                m.d.sync += value.eq(Mux(total > top, top, total))
+                m.d.sync += value.eq(Mux(total[-1], top, total[:-1]))
         return m
 
 
