@@ -10,7 +10,7 @@ LLR_INIT / LLR_INIT_ECHO; ACKs and NACKs outside the outstanding window are igno
 
 from amaranth.hdl import Module, Signal, Mux, unsigned
 from amaranth.lib import enum, stream, wiring
-from amaranth.lib.memory import Memory, WritePort
+from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -190,9 +190,7 @@ class LlrTx(wiring.Component):
         m.submodules.buffer = buffer
         m.submodules.starts = starts
         wr = buffer.write_port()
-        # Read asynchronously at the reader's address register: Yosys merges the register
-        # into a block RAM read port, transparent to the write (see ReplayReader).
-        rd = buffer.read_port(domain="comb")
+        rd = buffer.read_port(transparent_for=(wr,))
         start_wr = starts.write_port()
         start_of_head = starts.read_port(domain="comb")
         start_of_next = starts.read_port(domain="comb")
@@ -208,7 +206,7 @@ class LlrTx(wiring.Component):
         wiring.connect(m, writer.buffer, wr)
         wiring.connect(m, writer.starts, start_wr)
         wiring.connect(m, writer.status, occupancy.writer, reader.writer, control.writer)
-        m.d.comb += [rd.addr.eq(reader.buffer.addr), reader.buffer.data.eq(rd.data)]
+        wiring.connect(m, reader.buffer, rd)
         wiring.connect(m, wiring.flipped(self.mac), reader.mac)
         _serve(m, start_of_head, occupancy.head_start)
         _serve(m, start_of_next, reader.next_start)
@@ -271,12 +269,10 @@ def WriterStatus(addr_bits):
     ``frame_start`` where frame ``nxt`` starts (its first word, or ``addr`` between frames),
     ``in_frame`` a frame is half written, ``take`` a beat is written this cycle, ``last`` the
     beat offered ends its frame, ``void`` ... as a void frame (spec v1.1 §7): taken with
-    ``take``, frame ``nxt`` is dropped and the writer goes back to its first word; ``word`` the
-    word written at ``addr`` when ``take``."""
+    ``take``, frame ``nxt`` is dropped and the writer goes back to its first word."""
     return wiring.Signature({"nxt": Out(SEQ_BITS), "addr": Out(addr_bits),
                              "frame_start": Out(addr_bits), "in_frame": Out(1),
-                             "take": Out(1), "last": Out(1), "void": Out(1),
-                             "word": Out(FrameWordLayout())})
+                             "take": Out(1), "last": Out(1), "void": Out(1)})
 
 
 def Jump():
@@ -387,7 +383,6 @@ class ReplayWriter(wiring.Component):
             self.status.take.eq(take),
             self.status.last.eq(self.i.payload.last),
             self.status.void.eq(void),
-            self.status.word.eq(wr.data),
         ]
         return m
 
@@ -476,10 +471,8 @@ class ReplayReader(wiring.Component):
     Members
     -------
     writer : In(WriterStatus)
-    buffer : Out(Signature({"addr": Out(addr bits), "data": In(FrameWordLayout)}))
-        Read of the replay buffer at ``addr``, the reader's address register (``data`` the
-        word there now; synthesis merges the register into a block RAM read port,
-        transparent to the writer's port).
+    buffer : Out(ReadPort.Signature(FrameWordLayout))
+        Synchronous read port of the replay buffer, transparent to the writer's port.
     next_start, target_start : Out(StartLookup)
         Where frame ``send`` + 1 (the end of frame ``send``) and frame ``jump.to`` start.
     mac : Out(stream.Signature(MacTxFrameLayout))
@@ -501,11 +494,10 @@ class ReplayReader(wiring.Component):
     count : Out(Counters)
         Frames sent new and frames resent.
 
-    Latency: a word read in cycle *t* (``read``) is offered on ``mac`` in *t* + 1, from a
-    register (the block RAM is read a cycle ahead, at the address the reader will have; a word
-    the writer takes in *t* comes from the writer); a beat taken by the writer in *t* with the
-    reader caught up is read in *t*. A jump takes effect in the cycle it is given: the offered
-    beat is dropped then, the first beat of the new frame is offered two cycles later.
+    Latency: a word read in cycle *t* (``read``) is offered on ``mac`` in *t* + 1; a beat taken
+    by the writer in *t* with the reader caught up is read in *t*. A jump takes effect in the
+    cycle it is given: the offered beat is dropped then, the first beat of the new frame is
+    offered two cycles later.
     Throughput: one beat per cycle.
 
     ``rd_addr`` (the next word read), ``rd_first`` (it starts frame ``send``), ``out_valid``
@@ -525,7 +517,7 @@ class ReplayReader(wiring.Component):
         self.drain_end = Signal(aw)
         super().__init__({
             "writer": In(WriterStatus(aw)),
-            "buffer": Out(wiring.Signature({"addr": Out(aw), "data": In(FrameWordLayout())})),
+            "buffer": Out(ReadPort.Signature(addr_width=aw, shape=FrameWordLayout()).flip()),
             "next_start": Out(StartLookup(fw, aw)),
             "target_start": Out(StartLookup(fw, aw)),
             "mac": Out(stream.Signature(MacTxFrameLayout())),
@@ -580,27 +572,21 @@ class ReplayReader(wiring.Component):
         # (the reader caught up with the writer).
         read_void = Signal()
         m.d.comb += read_void.eq(read & ends & (drain | (~complete & void_end)))
-        # The word read in cycle t goes to the MAC from a register (`out_word`), so the block
-        # RAM's output runs into nothing but that register's input. The RAM is read at the
-        # address register itself (its next value `rd_addr_next` is the RAM port's address
-        # once synthesis merges the register into the port: the read starts a cycle ahead); a
-        # word the writer takes in t is not in the RAM yet and comes from the writer's input.
-        rd_addr_next = Signal(AW)
-        out_word = Signal(FrameWordLayout())
-        m.d.comb += [rd.addr.eq(rd_addr), rd_addr_next.eq(rd_addr)]
-        m.d.sync += rd_addr.eq(rd_addr_next)
+        m.d.comb += [
+            rd.addr.eq(rd_addr),
+            rd.en.eq(read | ~out_valid | self.mac.ready),
+        ]
         with m.If(read):
             m.d.sync += [
-                out_word.eq(Mux(take & (wr_addr == rd_addr), wrt.word, rd.data)),
+                rd_addr.eq(rd_addr + 1),
                 out_first.eq(rd_first),
                 out_seq.eq(send),
                 out_void.eq(read_void),
                 rd_first.eq(ends),
             ]
-            m.d.comb += rd_addr_next.eq(rd_addr + 1)
             with m.If(read_void):
                 # Ref: spec v1.1 §7 — the next frame reuses the number, from the same words.
-                m.d.comb += rd_addr_next.eq(wrt.frame_start)
+                m.d.sync += rd_addr.eq(wrt.frame_start)
             with m.Elif(ends):
                 m.d.sync += send.eq(send + 1)
             with m.If(rd_first):
@@ -625,9 +611,9 @@ class ReplayReader(wiring.Component):
 
         m.d.comb += [
             self.mac.valid.eq(out_valid & ~restart),
-            self.mac.payload.data.eq(out_word.data),
-            self.mac.payload.keep.eq(out_word.keep),
-            self.mac.payload.last.eq(out_word.last),
+            self.mac.payload.data.eq(rd.data.data),
+            self.mac.payload.keep.eq(rd.data.keep),
+            self.mac.payload.last.eq(rd.data.last),
             self.mac.payload.first.eq(out_first),
             self.mac.payload.user.seq.eq(out_seq),
             self.mac.payload.user.sequenced.eq(1),
@@ -647,12 +633,11 @@ class ReplayReader(wiring.Component):
             m.d.sync += fresh.eq(0)
         with m.If(jump.go):
             # The frame being written (or about to be) has no entry in `starts` yet.
-            m.d.sync += send.eq(jump.to)
-            m.d.comb += rd_addr_next.eq(Mux(jump.to == nxt, wrt.frame_start,
-                                            self.target_start.addr))
+            m.d.sync += [send.eq(jump.to),
+                         rd_addr.eq(Mux(jump.to == nxt, wrt.frame_start,
+                                        self.target_start.addr))]
         with m.If(jump.flush):
-            m.d.sync += [send.eq(nxt), sent_hi.eq(nxt)]
-            m.d.comb += rd_addr_next.eq(wrt.frame_start)
+            m.d.sync += [send.eq(nxt), sent_hi.eq(nxt), rd_addr.eq(wrt.frame_start)]
 
         m.d.comb += [
             self.send.eq(send),
