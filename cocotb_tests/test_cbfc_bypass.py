@@ -13,7 +13,7 @@ import pytest
 
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
 from ethlink.rtl.cbfc.credit import frame_cost
-from ethlink.rtl.wire import OEFH, OEFH_VERSION, LcwType, LsSize, Opcode, Status
+from ethlink.rtl.wire import LS_TH, OEFH, OEFH_VERSION, LcwType, LsSize, Opcode, Status
 from ethlink.sim.cbfc_blocks import Clock, lcw, offers, run, send
 from ethlink.sim.cbfc_tb import vc_body
 
@@ -26,15 +26,15 @@ BYPASS_CYCLES = 1
 def ls_frame(rng, vc, opcode, size=LsSize.B64, status=Status.OK, payload=None):
     """An L/S frame body: OEFH of ``vc``, TH, and the payload the TH announces (or
     ``payload``)."""
-    oefh = OEFH.to_int(ver=OEFH_VERSION, vc=vc, dst=rng.randrange(4096),
-                       src=rng.randrange(4096), entropy=rng.randrange(1 << 16))
-    th = (opcode << 60 | size << 58 | status << 56 | rng.randrange(4096) << 44
-          | rng.randrange(1 << 44))
+    oefh = OEFH.pack(ver=OEFH_VERSION, vc=vc, dst=rng.randrange(4096),
+                     src=rng.randrange(4096), entropy=rng.randrange(1 << 16))
+    th = LS_TH.pack(opcode=opcode, size=size, status=status, tag=rng.randrange(4096),
+                    line=rng.randrange(1 << 44))
     if payload is None:
         carries = opcode == Opcode.STORE_REQ or (opcode == Opcode.LOAD_RSP
                                                   and status == Status.OK)
         payload = rng.randbytes(64 << size) if carries else b""
-    return oefh.to_bytes(6, "big") + th.to_bytes(8, "big") + payload
+    return oefh + th + payload
 
 
 def queued_body(rng, vc, index, octets):

@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 
 from ethlink.rtl.nic.nic import FrameSteer
 from ethlink.rtl.nic.reachability import Reachability
-from ethlink.rtl.wire import OEFH, OEFH_VERSION, LcwType, Opcode, SEN_PAYLOAD
+from ethlink.rtl.wire import LS_TH, OEFH, OEFH_VERSION, LcwType, Opcode, SEN_PAYLOAD
 from ethlink.sim.models.path import select_port
 
 PORTS = 2
@@ -44,9 +44,8 @@ class _Steer(Elaboratable):
 
 
 def load_req(dst, entropy):
-    oefh = OEFH.to_int(ver=OEFH_VERSION, vc=0, dst=dst, src=1, entropy=entropy)
-    th = Opcode.LOAD_REQ << 60 | 7 << 44 | 0x1000
-    return oefh.to_bytes(6, "big") + th.to_bytes(8, "big")
+    return (OEFH.pack(ver=OEFH_VERSION, vc=0, dst=dst, src=1, entropy=entropy)
+            + LS_TH.pack(opcode=Opcode.LOAD_REQ, tag=7, line=0x1000))
 
 
 def test_lookup_ahead():

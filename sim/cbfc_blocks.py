@@ -9,7 +9,8 @@ from amaranth.sim import Simulator
 
 from ethlink.rtl.cbfc.cbfc_rx import CbfcRx
 from ethlink.rtl.cbfc.cbfc_tx import CbfcTx
-from ethlink.rtl.wire import CREDIT_PAYLOAD, OEFH, OEFH_VERSION, LcwType, LsSize, Opcode
+from ethlink.rtl.wire import (CREDIT_PAYLOAD, LS_TH, OEFH, OEFH_VERSION, LcwType, LsSize,
+                              Opcode)
 from ethlink.sim.cbfc_tb import vc_body
 
 __all__ = ["Clock", "offers", "send", "lcw", "run", "measure_latencies"]
@@ -139,8 +140,8 @@ def measure_latencies():
 
     bypass = CbfcTx(1, credit_size=64, queue_octets=4096, sync_period=1 << 16, bypass=True)
     bypass_clock = Clock({"offered": offers(bypass.i[0]), "o": bypass.o}, lcw=bypass.lcw_rx)
-    load = (OEFH.to_int(ver=OEFH_VERSION, vc=0).to_bytes(6, "big")
-            + (Opcode.LOAD_REQ << 60 | LsSize.B64 << 58).to_bytes(8, "big"))
+    load = OEFH.pack(ver=OEFH_VERSION, vc=0) + LS_TH.pack(opcode=Opcode.LOAD_REQ,
+                                                         size=LsSize.B64)
 
     async def bypass_bench(ctx):
         ctx.set(bypass.o.ready, 1)
