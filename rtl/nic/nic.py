@@ -325,9 +325,9 @@ class Nic(wiring.Component):
     **Re-steering** (spec §10). When a port's path dies — a SEN taken on it saying an
     endpoint is unreachable there, or its link going down — the port grants no new frame from
     that cycle, and once both paths are between frames the engines are held while the frames
-    wholly queued in the port's CBFC queues come back through the L/S path's
-    :class:`FrameSteer` (in their order, VC by VC) and are steered again (``count.purges``;
-    docs/nic.md §8).
+    wholly queued in the port's CBFC queues come back through a two-entry register queue and
+    the L/S path's :class:`FrameSteer` (in their order, VC by VC) and are steered again
+    (``count.purges``; docs/nic.md §8).
 
     **Receive.** Each VC's frames from all ports are merged a frame at a time: VC 0 to the L/S
     target, VC 1 to the L/S requester, VC 2 to the RDMA target, VC 3 to the RDMA requester.
@@ -594,6 +594,12 @@ class Nic(wiring.Component):
                 m.d.comb += [path.i.valid.eq(frames.valid & ~hold),
                              path.i.payload.eq(frames.payload),
                              frames.ready.eq(path.i.ready & ~hold)]
+        # The frames the purged port gives back reach the steer through a register stage: from
+        # a queue's block RAM straight into the steer's lookup and on into a port's queue was
+        # the NIC's critical path (docs/timing.md). A purge is not on the load's round trip,
+        # so the cycle it adds per frame costs nothing there.
+        m.submodules.divert = divert = TwoEntryFifo(steer.i.payload.shape())
+        purging = Signal()
         for p, end in enumerate(ends):
             # No frame leaves a port from the cycle its path dies until it is purged — except
             # while another port's purge runs: that purge may be steering frames into this
@@ -601,10 +607,15 @@ class Nic(wiring.Component):
             m.d.comb += [end.resteer.pause.eq(died[p] | pending[p] & ~active | active & (port == p)),
                          end.resteer.purge.eq(start & (pick == p))]
             with m.If(active & (port == p)):
-                m.d.comb += [steer.i.valid.eq(end.resteer.divert.valid),
-                             steer.i.payload.eq(end.resteer.divert.payload),
-                             end.resteer.divert.ready.eq(steer.i.ready)]
-                # Every frame the port gave back has been steered again.
-                with m.If(~end.resteer.purging & steer.idle):
-                    m.d.sync += active.eq(0)
+                m.d.comb += [divert.w_stream.valid.eq(end.resteer.divert.valid),
+                             divert.w_stream.payload.eq(end.resteer.divert.payload),
+                             end.resteer.divert.ready.eq(divert.w_stream.ready),
+                             purging.eq(end.resteer.purging)]
+        with m.If(active):
+            m.d.comb += [steer.i.valid.eq(divert.r_stream.valid),
+                         steer.i.payload.eq(divert.r_stream.payload),
+                         divert.r_stream.ready.eq(steer.i.ready)]
+            # Every frame the port gave back has been steered again.
+            with m.If(~purging & (divert.level == 0) & steer.idle):
+                m.d.sync += active.eq(0)
         return active
