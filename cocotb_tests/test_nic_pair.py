@@ -242,9 +242,17 @@ async def failover(dut):
             await a.cpl_data.recv()
         return statuses
 
+    def sens_seen():
+        return sum(a.value(f"count_sen_{kind}") for kind in ("up", "down", "stale"))
+
     async def sen(port, reachable, event):
-        """B sends a SEN about itself on ``port``: A receives it there, as from a switch."""
+        """B sends a SEN about itself on ``port``: A receives it there, as from a switch.
+        Returns 100 cycles after A has taken it (counted up, down or stale): a SEN waits on
+        B's side behind the link's own LCWs for a time that depends on the traffic before."""
+        seen = sens_seen()
         await b.lcw_sources[port].send(AxiStreamFrame(sen_word(b.id, reachable, event)))
+        await wait_until(dut.clk, lambda: sens_seen() > seen, 2000,
+                         f"the SEN on port {port} was not taken within 2000 cycles")
         await ClockCycles(dut.clk, 100)
 
     # Port 0 is announced dead: every request then leaves on the other ports.
