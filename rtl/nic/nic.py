@@ -596,8 +596,8 @@ class Nic(wiring.Component):
                              frames.ready.eq(path.i.ready & ~hold)]
         # The frames the purged port gives back reach the steer through a register stage: from
         # a queue's block RAM straight into the steer's lookup and on into a port's queue was
-        # the NIC's critical path (docs/timing.md). A purge is not on the load's round trip,
-        # so the cycle it adds per frame costs nothing there.
+        # the NIC's critical path (docs/timing.md). The queue fills while the steer looks a
+        # frame up, so a purge takes no cycle more per frame, and no other frame passes it.
         m.submodules.divert = divert = TwoEntryFifo(steer.i.payload.shape())
         purging = Signal()
         for p, end in enumerate(ends):
