@@ -4,7 +4,8 @@
 After the reset sweep, random SENs on every port (fresh, duplicated, reordered, for a small set
 of endpoints so that they collide with lookups), other LCW types, links going down and up, and
 a lookup in most cycles; every answer is checked against the model in the cycle the docstring
-states, including the lookups issued in the very cycle a SEN is taken (failover). Then the
+states, including the lookups issued in the cycle after a SEN is taken, the first that must
+avoid the port it took away (failover). Then the
 spreading over the ports and the counters.
 """
 
@@ -76,9 +77,20 @@ async def random_sen_and_lookups(dut):
     spread = Counter()
     cycles = 8000
     failovers = 0
+    sent_down = set()       # endpoints a SEN of the previous cycle took a port from
     for k in range(cycles + Reachability.LATENCY + 1):
         await RisingEdge(dut.clk)
-        # Inputs of cycle k (sampled at the next edge).
+        # Inputs of cycle k (sampled at the next edge). A SEN of cycle k is written to the table
+        # in cycle k + 1: the lookup of cycle k sees the table as the SENs of cycle k - 1 and
+        # before leave it, and is the first to avoid a port a SEN of cycle k - 1 took away.
+        lookup = k < cycles and rng.random() < 0.8
+        dut.i_valid.value = int(lookup)
+        if lookup:
+            dst = rng.choice(endpoints + sorted(sent_down) * 4)
+            entropy = rng.getrandbits(16)
+            dut.i_dst.value, dut.i_entropy.value = dst, entropy
+            pending[k + Reachability.LATENCY] = (dst, entropy, dst in sent_down,
+                                                 model.reachable_mask(dst))
         sent_down = set()
         for p in range(ports):
             valid = k < cycles and rng.random() < 0.05
@@ -104,15 +116,6 @@ async def random_sen_and_lookups(dut):
             model.sen(p, endpoint, state, event)
             if before & ~model.reachable_mask(endpoint):
                 sent_down.add(endpoint)
-        lookup = k < cycles and rng.random() < 0.8
-        dut.i_valid.value = int(lookup)
-        if lookup:
-            dst = rng.choice(endpoints + sorted(sent_down) * 4)
-            entropy = rng.getrandbits(16)
-            dut.i_dst.value, dut.i_entropy.value = dst, entropy
-            # The table as this cycle's SENs leave it (the read is transparent to them).
-            pending[k + Reachability.LATENCY] = (dst, entropy, dst in sent_down,
-                                                 model.reachable_mask(dst))
         # links_up of cycle k applies to the lookup of cycle k - 1.
         if rng.random() < 0.01:
             links_up ^= 1 << rng.randrange(ports)
@@ -136,7 +139,7 @@ async def random_sen_and_lookups(dut):
     assert read_counters(dut, model.counters) == model.counters
     assert model.counters["sen_stale"] and model.counters["sen_down"] and failovers
     dut._log.info(f"answers per port {dict(spread)}, counters {model.counters}, "
-                  f"{failovers} lookups in the cycle of a SEN that took a port away")
+                  f"{failovers} lookups in the cycle after a SEN that took a port away")
 
 
 @pytest.mark.parametrize("ports", [4, 2])

@@ -540,9 +540,9 @@ class Nic(wiring.Component):
                     connect_packets(m, end.o[v], rx_merge[v].i[p])   # judged: no verdict
             # Ref: spec §10 — a SEN is taken on the port it arrived on. The table is not
             # ready for one during its sweep after reset (``busy``): such a SEN is not kept.
-            # The LCWs are registered on their way: the SEN decode, and the ``pause`` it
-            # drives at every port, start from a flip-flop, not from port p's MAC (a SEN acts
-            # a cycle later, as over a line a cycle longer).
+            # The LCWs are registered on their way: the SEN decode starts from a flip-flop,
+            # not from port p's MAC (a SEN is judged a cycle later, as over a line a cycle
+            # longer; ``reach`` writes its judgement a cycle after that, see Reachability).
             m.d.sync += [reach.lcw[p].valid.eq(end.lcw_rx.valid),
                          reach.lcw[p].payload.eq(end.lcw_rx.payload)]
             m.d.comb += self.links_up[p].eq((end.tx_state == TxState.ADVANCE)

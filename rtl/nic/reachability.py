@@ -54,9 +54,12 @@ class Reachability(wiring.Component):
     given to :class:`PathSelect` (1 cycle). ``o_none`` means no port reaches ``i_dst``: the
     request completes with an error (spec §9), it never waits.
 
-    Failover. A SEN taken in cycle *t* is seen by a lookup issued in cycle *t* (the read port
-    is transparent to the write): a frame looked up from then on avoids the dead path, so the
-    last frame steered to it was looked up in cycle *t* − 1. A link going down is seen by
+    Failover. A SEN on ``lcw{p}`` in cycle *t* is judged (its event number) in *t* and written
+    to the table in *t* + 1, where it is seen by a lookup issued in *t* + 1 (the read port is
+    transparent to the write): a frame looked up from then on avoids the dead path, so the
+    last frame steered to it was looked up in cycle *t*. ``took_down`` and ``changed`` strobe
+    in *t* + 1, from registers. (The cycle between the judgement and the write keeps the
+    compare's carry chain out of the NIC's steering.) A link going down is seen by
     lookups issued from the cycle before it falls (``links_up`` is sampled one cycle after
     ``i_valid``).
 
@@ -131,18 +134,27 @@ class Reachability(wiring.Component):
             with m.If(take):
                 m.d.sync += [last_event.eq(sen.event), seen.eq(1)]
             stale.append(is_sen & ~fresh)
+            # The decision is registered and the table written in the next cycle: the event
+            # number's compare (a carry chain) then ends in a flip-flop, and ``took_down`` and
+            # ``changed``, which the NIC's steering and its ports' ``pause`` take, start from
+            # one (NIC timing, docs/timing.md). The next SEN's freshness is judged against
+            # ``last_event`` already updated, so back-to-back SENs lose nothing.
+            taken = Signal(name=f"sen_taken{p}")
+            endpoint = Signal(ENDPOINT_BITS, name=f"sen_endpoint{p}")
+            state = Signal(name=f"sen_state{p}")
+            m.d.sync += [taken.eq(take), endpoint.eq(sen.endpoint), state.eq(sen.reachable)]
             m.d.comb += [
                 lcw.ready.eq(~busy),
-                wr.en.eq(busy | take),
-                wr.addr.eq(Mux(busy, sweep, sen.endpoint)),
-                wr.data.eq(busy | sen.reachable),
+                wr.en.eq(busy | taken),
+                wr.addr.eq(Mux(busy, sweep, endpoint)),
+                wr.data.eq(busy | state),
             ]
             for k, (ask, _) in enumerate(asks):
                 rd = table.read_port(transparent_for=(wr,))
                 m.d.comb += rd.addr.eq(ask.dst)
                 rows[k].append(rd.data)
-            taken_up.append(take & sen.reachable)
-            taken_down.append(take & ~sen.reachable)
+            taken_up.append(taken & state)
+            taken_down.append(taken & ~state)
         m.d.comb += [self.took_down.eq(Cat(*taken_down)),
                      self.changed.eq(Cat(*taken_up, *taken_down).any())]
         # Several ports may take a SEN in one cycle.
