@@ -315,37 +315,36 @@ class CbfcTx(wiring.Component):
         # an octet short of it (so the receiver finds it malformed and drops it, spec §7) and
         # the rest discarded; one shorter goes as it is. Either way the receiver frees no more
         # than was charged, and CREDIT_SYNC returns the difference (docs/cbfc.md).
-        expect = Signal.like(bodies[0])    # body octets of the bypassing frame (its TH)
-        seen = Signal.like(bodies[0])      # octets of it sent so far
+        # What the frame may still send is kept in registers, ``left`` octets and ``near``
+        # (``left`` clamped to 9, above any beat), so a beat is checked by comparing its octet
+        # count with ``near``: no adder and compare stand between the beat and ``o`` (in the
+        # NIC that chain ran from the steer's register into the LLR's replay buffer, its
+        # critical path). A first beat's are registered when it becomes a candidate (it is
+        # held then, and the cycle after).
+        body_bits = len(bodies[0])
+        left = Signal(body_bits)           # body octets the bypassing frame has still to send
+        near = Signal(4)                   # min(left, 9)
         discard = Signal(n)                # the rest of a cut frame on i[v] is thrown away
         malformed = Signal(n)
         for v, queue in enumerate(queues):
             inp, beat = self.i[v], self.i[v].payload
             through = busy & direct & (cur == v)
             starting = decided[v]          # with ``through``: the first beat, granted
+            first_left = Signal(body_bits, name=f"first_left{v}")
+            first_near = Signal(4, name=f"first_near{v}")
             # A candidate's first beat is held in the cycle of the decision (whatever it is),
             # so that neither ``o`` nor ``i[v].ready`` waits for the arbiter.
             with m.If(eligible[v]):
-                m.d.sync += decided[v].eq(1)
+                m.d.sync += [decided[v].eq(1), first_left.eq(bodies[v]),
+                             first_near.eq(Mux(bodies[v] > 9, 9, bodies[v]))]
             with m.If(inp.valid & inp.ready):
                 m.d.sync += decided[v].eq(0)
-            # The checks of a frame's first beat (against its TH) and of a later beat (against
-            # what was recorded) are made apart and chosen by ``starting`` last.
             octets = keep_count(beat.keep, MAC_BEAT_OCTETS)
-            check = {}
-            for case, base, limit in (("first", Const(0, len(seen)), bodies[v]),
-                                      ("later", seen, expect)):
-                total = Signal.like(seen, name=f"total{v}_{case}")
-                longer = Signal(name=f"longer{v}_{case}")
-                shorter = Signal(name=f"shorter{v}_{case}")
-                cut_keep = Signal(MAC_BEAT_OCTETS, name=f"cut_keep{v}_{case}")
-                m.d.comb += [total.eq(base + octets),
-                             longer.eq(Mux(beat.last, total > limit, total >= limit)),
-                             shorter.eq(beat.last & (total < limit)),
-                             cut_keep.eq(count_to_keep(limit - base - 1, MAC_BEAT_OCTETS))]
-                check[case] = (total, longer, shorter, cut_keep)
-            total, too_long, too_short, cut_keep = (
-                Mux(starting, first, later) for first, later in zip(check["first"], check["later"]))
+            budget = Signal(4, name=f"budget{v}")
+            m.d.comb += budget.eq(Mux(starting, first_near, near))
+            too_long = Mux(beat.last, octets > budget, octets >= budget)
+            too_short = beat.last & (octets < budget)
+            cut_keep = count_to_keep(budget - 1, MAC_BEAT_OCTETS)
             with m.If(discard[v]):
                 m.d.comb += inp.ready.eq(1)
                 with m.If(inp.valid & beat.last):
@@ -356,9 +355,9 @@ class CbfcTx(wiring.Component):
                 with m.If(too_long):
                     m.d.comb += [self.o.payload.last.eq(1), self.o.payload.keep.eq(cut_keep)]
                 with m.If(self.o.valid & self.o.ready):
-                    m.d.sync += seen.eq(total)
-                    with m.If(starting):
-                        m.d.sync += expect.eq(bodies[v])
+                    rest = Signal(body_bits, name=f"rest{v}")
+                    m.d.comb += rest.eq(Mux(starting, first_left, left) - octets)
+                    m.d.sync += [left.eq(rest), near.eq(Mux(rest > 9, 9, rest))]
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)
                     m.d.comb += malformed[v].eq(too_long | too_short)
