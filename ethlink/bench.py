@@ -990,7 +990,8 @@ def _nic_table(result):
                          f"{t['octets_per_cycle']:>12.2f} {t['octets_per_cycle'] / w:>12.2f}")
     f = result["failover"]
     lines += ["", f"reachability lookup: {result['reachability_latency_cycles']} cycles (a SEN "
-                  f"steers the lookups from the cycle after its own; test_nic_reachability); unroutable L/S request (RDMA READ): "
+                  f"steers the lookups from the cycle after it arrives); unroutable L/S "
+                  f"request (RDMA READ): "
                   f"dropped header -> UNREACHABLE completion "
                   f"{result['unreachable_latency_cycles']} "
                   f"({result['rdma_unreachable_latency_cycles']}) cycles",

@@ -316,14 +316,19 @@ class CbfcTx(wiring.Component):
         # the rest discarded; one shorter goes as it is. Either way the receiver frees no more
         # than was charged, and CREDIT_SYNC returns the difference (docs/cbfc.md).
         # What the frame may still send is kept in registers, ``left`` octets and ``near``
-        # (``left`` clamped to 9, above any beat), so a beat is checked by comparing its octet
+        # (``left`` clamped to one more than a beat holds), so a beat is checked by comparing its octet
         # count with ``near``: no adder and compare stand between the beat and ``o`` (in the
         # NIC that chain ran from the steer's register into the LLR's replay buffer, its
         # critical path). A first beat's are registered when it becomes a candidate (it is
         # held then, and the cycle after).
         body_bits = len(bodies[0])
+        above = MAC_BEAT_OCTETS + 1        # more than any beat holds
+
+        def clamped(octets):
+            return Mux(octets > above, above, octets)
+
         left = Signal(body_bits)           # body octets the bypassing frame has still to send
-        near = Signal(4)                   # min(left, 9)
+        near = Signal(range(above + 1))    # clamped(left)
         discard = Signal(n)                # the rest of a cut frame on i[v] is thrown away
         malformed = Signal(n)
         for v, queue in enumerate(queues):
@@ -331,16 +336,16 @@ class CbfcTx(wiring.Component):
             through = busy & direct & (cur == v)
             starting = decided[v]          # with ``through``: the first beat, granted
             first_left = Signal(body_bits, name=f"first_left{v}")
-            first_near = Signal(4, name=f"first_near{v}")
+            first_near = Signal.like(near, name=f"first_near{v}")
             # A candidate's first beat is held in the cycle of the decision (whatever it is),
             # so that neither ``o`` nor ``i[v].ready`` waits for the arbiter.
             with m.If(eligible[v]):
                 m.d.sync += [decided[v].eq(1), first_left.eq(bodies[v]),
-                             first_near.eq(Mux(bodies[v] > 9, 9, bodies[v]))]
+                             first_near.eq(clamped(bodies[v]))]
             with m.If(inp.valid & inp.ready):
                 m.d.sync += decided[v].eq(0)
             octets = keep_count(beat.keep, MAC_BEAT_OCTETS)
-            budget = Signal(4, name=f"budget{v}")
+            budget = Signal.like(near, name=f"budget{v}")
             m.d.comb += budget.eq(Mux(starting, first_near, near))
             too_long = Mux(beat.last, octets > budget, octets >= budget)
             too_short = beat.last & (octets < budget)
@@ -357,7 +362,7 @@ class CbfcTx(wiring.Component):
                 with m.If(self.o.valid & self.o.ready):
                     rest = Signal(body_bits, name=f"rest{v}")
                     m.d.comb += rest.eq(Mux(starting, first_left, left) - octets)
-                    m.d.sync += [left.eq(rest), near.eq(Mux(rest > 9, 9, rest))]
+                    m.d.sync += [left.eq(rest), near.eq(clamped(rest))]
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)
                     m.d.comb += malformed[v].eq(too_long | too_short)
