@@ -58,10 +58,17 @@ def _run(dut, bench):
     sim.run()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_sender_matches_model(seed):
+#: Graded costs (CreditSender's ``costs``): those of the frames the CBFC bypass grades at 32
+#: octets a credit.
+GRADES = (1, 3, 5, 9)
+
+
+@pytest.mark.parametrize("seed,graded", [(1, False), (2, False), (3, True)])
+def test_sender_matches_model(seed, graded):
+    """``graded``: half the costs offered are graded (``cost_grade`` names the value; the
+    ungraded cost then random), the others not (``ungraded_cost`` is the cost)."""
     rng = random.Random(seed)
-    dut = CreditSender(VCS, sync_period=37, counter_init=INIT)
+    dut = CreditSender(VCS, sync_period=37, counter_init=INIT, costs=GRADES if graded else ())
     model = CreditSenderModel(VCS, 37, INIT)
     stats = {"granted": 0, "refused": 0, "bogus": 0, "syncs": 0}
 
@@ -77,6 +84,14 @@ def test_sender_matches_model(seed):
             lcw = _lcw(rng, VCS, model.sent)
             ready = rng.random() < 0.6
             for v in range(VCS):
+                if graded and rng.random() < 0.5:
+                    grade = rng.randrange(len(GRADES))
+                    costs[v] = GRADES[grade]
+                    ctx.set(dut.cost_grade[v], 1 << grade)
+                    ctx.set(dut.ungraded_cost[v], rng.randint(1, max_frame_cost(32)))
+                elif graded:
+                    ctx.set(dut.cost_grade[v], 0)
+                    ctx.set(dut.ungraded_cost[v], costs[v])
                 ctx.set(dut.cost[v], costs[v])
             ctx.set(dut.waiting, sum(w << v for v, w in enumerate(waiting)))
             ctx.set(dut.take, take)

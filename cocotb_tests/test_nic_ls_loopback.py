@@ -115,6 +115,33 @@ async def latency(dut):
     dut._log.info(f"TX {tx_latency}, RX {rx_latency}, 64 B load round trip {round_trip} cycles")
 
 
+#: Ref: docs/nic.md §4 — a lost request's TIMEOUT completion is offered between
+#: ``timeout_cycles`` + 2 and ``timeout_cycles + tags`` + 1 cycles after its ``req`` transfer
+#: while the completion side is free (the scanner judges each tag once per ``tags`` cycles).
+TIMEOUT_EARLIEST, TIMEOUT_SLACK = 2, 1
+
+
+@cocotb.test()
+async def timeout_bound(dut):
+    """Lost requests one at a time, at random points of the scanner's round: each TIMEOUT
+    completion comes no earlier than the timeout and no later than the documented bound."""
+    params = export_params()
+    timeout, tags = params["timeout_cycles"], params["tags"]
+    rng = random.Random(cocotb.RANDOM_SEED + 2)
+    p = await start_loopback(dut, rng)
+    deltas = []
+    for n in range(6):
+        await ClockCycles(dut.clk, rng.randrange(tags))
+        await p.send(LsRequest(False, LsSize.B64, LOST, n, 0))
+        await wait_idle(dut, [p.reqs], [(p.cpls, 1)], timeout_cycles=2 * (timeout + tags))
+        assert await p.completion() == (n, CompletionStatus.TIMEOUT)
+        deltas.append(p.cpl_valid.rises[n] - p.req_log.transfers[n][0])
+    dut._log.info(f"request -> TIMEOUT completion: {deltas} cycles (timeout {timeout}, "
+                  f"{tags} tags)")
+    for delta in deltas:
+        assert timeout + TIMEOUT_EARLIEST <= delta <= timeout + tags + TIMEOUT_SLACK, deltas
+
+
 @pytest.mark.parametrize("params", [
     {"beat_octets": 8, "tags": 256, "timeout_cycles": 2000, "addr_width": 16},
     {"beat_octets": 64, "tags": 64, "timeout_cycles": 500, "addr_width": 16},

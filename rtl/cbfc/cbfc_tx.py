@@ -20,7 +20,7 @@ from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PER
 from .frame_fifo import FrameFifo
 
 __all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick", "head_body_octets",
-           "HEAD_KNOWN_OPCODES"]
+           "head_costs", "head_frame_cost", "HEAD_KNOWN_OPCODES"]
 
 
 def ResteerSignature():
@@ -68,11 +68,35 @@ def head_body_octets(m, first_beat_data, name):
     (OEFH + TH + payload, spec §7 v1.1) and that length (combinational)."""
     known = Signal(name=f"{name}_known")
     octets = Signal(range(max(_head_table().values()) + 1), name=f"{name}_octets")
-    with m.Switch(first_beat_data[_TH_AT:_TH_AT + 8]):
+    with m.Switch(_th_octet(first_beat_data)):
         for octet, body in _head_table().items():
             with m.Case(octet):
                 m.d.comb += [known.eq(1), octets.eq(body)]
     return known, octets
+
+
+def head_costs(credit_size):
+    """The costs (credits) a frame whose first beat tells its length can have, ascending."""
+    return tuple(sorted({frame_cost(body, credit_size) for body in _head_table().values()}))
+
+
+def head_frame_cost(m, first_beat_data, credit_size, name):
+    """``(cost, grade)`` of a frame whose first 8-octet beat tells its length, straight from
+    the TH octet (combinational, 0 and 0 for any other): its cost in credits, and one bit
+    per value of :func:`head_costs`, set for the value it has."""
+    values = head_costs(credit_size)
+    cost = Signal(COST_BITS, name=f"{name}_cost")
+    grade = Signal(len(values), name=f"{name}_grade")
+    with m.Switch(_th_octet(first_beat_data)):
+        for octet, body in _head_table().items():
+            value = frame_cost(body, credit_size)
+            with m.Case(octet):
+                m.d.comb += [cost.eq(value), grade.eq(1 << values.index(value))]
+    return cost, grade
+
+
+def _th_octet(first_beat_data):
+    return first_beat_data[_TH_AT:_TH_AT + 8]
 
 
 def rotate_pick(m, requests, start, n, name):
@@ -211,8 +235,9 @@ class CbfcTx(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.vcs
-        m.submodules.credits = credits = CreditSender(n, sync_period=self.sync_period,
-                                                      counter_init=self.counter_init)
+        m.submodules.credits = credits = CreditSender(
+            n, sync_period=self.sync_period, counter_init=self.counter_init,
+            costs=head_costs(self.credit_size) if self._bypass else ())
         counters = CounterBank(m, self.count, skip=CreditSender.counters(n).members)
         queues = []
         for v in range(n):
@@ -254,22 +279,23 @@ class CbfcTx(wiring.Component):
         for v, queue in enumerate(queues):
             beat = self.i[v].payload
             known, octets = head_body_octets(m, beat.data, f"head{v}")
-            cost = Signal(COST_BITS, name=f"head_cost{v}")
-            with m.Switch(octets):
-                for body in sorted(set(_head_table().values())):
-                    with m.Case(body):
-                        m.d.comb += cost.eq(frame_cost(body, self.credit_size))
+            cost, grade = head_frame_cost(m, beat.data, self.credit_size, f"head{v}")
             m.d.comb += empty[v].eq(queue.empty)
             if bypass:
                 m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & ~decided[v]
                                            & empty[v] & known & (oefh_vc(beat.data) == v)
                                            & ~beat.last & (beat.keep == 0xFF))
             bodies.append(octets)
-            # The cost the credit check sees: the queue's head, or the frame bypassing it.
+            # The cost a grant charges: the queue's head, or the frame bypassing it.
             costs.append(Signal(COST_BITS, name=f"cost{v}"))
             m.d.comb += costs[v].eq(Mux(empty[v], cost, queue.head_cost))
             m.d.comb += [credits.cost[v].eq(costs[v]),
                          credits.waiting[v].eq(~empty[v] | eligible[v])]
+            if bypass:
+                # A bypassing frame's credit check compares constants with ``room`` beside
+                # the TH's decoding instead of after it (CreditSender, ``costs``).
+                m.d.comb += [credits.cost_grade[v].eq(Mux(empty[v], grade, 0)),
+                             credits.ungraded_cost[v].eq(queue.head_cost)]
             with m.If(self.i[v].valid & self.i[v].ready):
                 m.d.sync += in_frame[v].eq(~beat.last)
 
@@ -319,8 +345,9 @@ class CbfcTx(wiring.Component):
         # (``left`` clamped to one more than a beat holds), so a beat is checked by comparing its octet
         # count with ``near``: no adder and compare stand between the beat and ``o`` (in the
         # NIC that chain ran from the steer's register into the LLR's replay buffer, its
-        # critical path). A first beat's are registered when it becomes a candidate (it is
-        # held then, and the cycle after).
+        # critical path). A first beat's ``near`` is registered when it becomes a candidate
+        # (it is held then, and the cycle after); its ``left`` is formed from the held beat
+        # (it goes only into the register).
         body_bits = len(bodies[0])
         above = MAC_BEAT_OCTETS + 1        # more than any beat holds
 
@@ -335,13 +362,11 @@ class CbfcTx(wiring.Component):
             inp, beat = self.i[v], self.i[v].payload
             through = busy & direct & (cur == v)
             starting = decided[v]          # with ``through``: the first beat, granted
-            first_left = Signal(body_bits, name=f"first_left{v}")
             first_near = Signal.like(near, name=f"first_near{v}")
             # A candidate's first beat is held in the cycle of the decision (whatever it is),
             # so that neither ``o`` nor ``i[v].ready`` waits for the arbiter.
             with m.If(eligible[v]):
-                m.d.sync += [decided[v].eq(1), first_left.eq(bodies[v]),
-                             first_near.eq(clamped(bodies[v]))]
+                m.d.sync += [decided[v].eq(1), first_near.eq(clamped(bodies[v]))]
             with m.If(inp.valid & inp.ready):
                 m.d.sync += decided[v].eq(0)
             octets = keep_count(beat.keep, MAC_BEAT_OCTETS)
@@ -361,7 +386,7 @@ class CbfcTx(wiring.Component):
                     m.d.comb += [self.o.payload.last.eq(1), self.o.payload.keep.eq(cut_keep)]
                 with m.If(self.o.valid & self.o.ready):
                     rest = Signal(body_bits, name=f"rest{v}")
-                    m.d.comb += rest.eq(Mux(starting, first_left, left) - octets)
+                    m.d.comb += rest.eq(Mux(starting, bodies[v], left) - octets)
                     m.d.sync += [left.eq(rest), near.eq(clamped(rest))]
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)

@@ -129,16 +129,32 @@ class CreditSender(wiring.Component):
       unlike ``sent``, counts no frame that may still be delivered after the SYNC, so the
       receiver can free what the SYNC claims it never got (docs/cbfc.md, "leak recovery").
 
+    * ``costs`` (constant costs, ascending) adds ``cost_grade`` and ``ungraded_cost``: a VC's
+      grade, when not 0, says which of them its ``cost`` is (one bit set, at the value's
+      index), and its ``ok`` is then ``room`` compared with that constant; when it is 0,
+      ``ok`` compares ``room`` with ``ungraded_cost``, which then equals ``cost``. The
+      compares with constants are formed from the register alone, and ``ok`` does not wait
+      on ``cost`` at all: the CBFC bypass grades the frames whose first beat tells their
+      length, while ``cost`` (charged at ``take``) is still being decoded from that beat
+      (cbfc.md "Bypass").
+
     ``counter_init`` is the value every counter starts at (0 on hardware; the proof starts
     near 2^20 to cross the wrap). Latency: ``ok`` is combinational; ``take`` and an update
     act at the next clock edge.
     """
-    def __init__(self, vcs, *, sync_period=4096, counter_init=0):
+    def __init__(self, vcs, *, sync_period=4096, counter_init=0, costs=()):
         self.vcs = VCS.validate("vcs", vcs)
         self.sync_period = SYNC_PERIOD.validate("sync_period", sync_period)
         self.counter_init = counter_init % _MOD
+        self.costs = tuple(costs)
+        if list(self.costs) != sorted(set(self.costs)) or any(
+                not 0 < c < 1 << COST_BITS for c in self.costs):
+            raise ValueError(f"costs must be distinct, ascending and within 1…"
+                             f"{(1 << COST_BITS) - 1}, not {costs!r}")
         super().__init__({
             "cost": In(_vc_array(COST_BITS, self.vcs)),
+            **({"cost_grade": In(_vc_array(len(self.costs), self.vcs)),
+                "ungraded_cost": In(_vc_array(COST_BITS, self.vcs))} if self.costs else {}),
             "waiting": In(self.vcs),
             "ok": Out(self.vcs),
             "take": In(1), "take_vc": In(range(max(self.vcs, 2))),
@@ -169,8 +185,14 @@ class CreditSender(wiring.Component):
         sent, limit, settled = (_per_vc(n, name, init) for name in ("sent", "limit", "settled"))
         room = _per_vc(n, "room", 0)        # limit − sent: limit starts equal to sent
         for v in range(n):
+            if self.costs:
+                fits = Cat(room[v] >= value for value in self.costs)
+                grade = self.cost_grade[v]
+                ok = Mux(grade.any(), (grade & fits).any(), room[v] >= self.ungraded_cost[v])
+            else:
+                ok = room[v] >= self.cost[v]
             m.d.comb += [
-                self.ok[v].eq(room[v] >= self.cost[v]),
+                self.ok[v].eq(ok),
                 self.sent[v].eq(sent[v]), self.limit[v].eq(limit[v]), self.room[v].eq(room[v]),
                 self.settled[v].eq(settled[v]),
             ]

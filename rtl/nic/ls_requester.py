@@ -82,9 +82,11 @@ class LsRequester(wiring.Component):
     the request completes with UNREACHABLE, otherwise it is counted (``stale_fails``: the
     request already timed out) and ignored.
 
-    **Timeouts.** A scanner visits one tag per cycle in which no response is being completed;
-    a request outstanding for ``timeout_cycles`` or more completes with TIMEOUT when the scanner
-    reaches it, so within ``timeout_cycles + tags`` cycles (more under a flood of responses).
+    **Timeouts.** A scanner visits one tag per cycle (it stops while a timed-out tag waits for
+    the completion side); a request outstanding for ``timeout_cycles`` or more completes with
+    TIMEOUT when the scanner reaches it: its completion is offered within ``timeout_cycles +
+    tags +`` :attr:`TIMEOUT_SLACK` cycles of its ``req`` transfer while the completion side is
+    free (later under a flood of responses or of other timeouts).
     A response arriving after that is ``unexpected``.
 
     Members
@@ -121,6 +123,11 @@ class LsRequester(wiring.Component):
     #: ``fail`` transfer → its UNREACHABLE ``cpl`` valid, when the completion side is idle:
     #: the queue 2, the table read 1, the check 1.
     FAIL_LATENCY = 4
+    #: A lost request's TIMEOUT completion is offered at most ``timeout_cycles + tags +
+    #: TIMEOUT_SLACK`` cycles after its ``req`` transfer (completion side free): its tag may
+    #: be judged a cycle before it is late, then once every ``tags`` cycles; an offer 1 cycle
+    #: after the judgement, the completion 1 after that.
+    TIMEOUT_SLACK = 1
 
     def __init__(self, beat_octets=8, tags=64, timeout_cycles=4096):
         self.beat_octets = beat_octets
@@ -170,7 +177,6 @@ class LsRequester(wiring.Component):
         wiring.connect(m, scanner.read, table.scan)
         wiring.connect(m, scanner.expired, completer.expired)
         wiring.connect(m, sender.refusal, completer.refusal)
-        m.d.comb += scanner.advance.eq(completer.advance)
         forward(m, self.count, sender.count)
         forward(m, self.count, completer.count)
         forward(m, self.count, fail_q.count)
@@ -405,25 +411,29 @@ class _RequestSender(wiring.Component):
 
 
 class _TimeoutScanner(wiring.Component):
-    """Find timed-out requests: visit one tag per step, offer it if it is outstanding and
+    """Find timed-out requests: visit one tag per cycle, offer it if it is outstanding and
     was sent ``timeout_cycles`` or more cycles ago.
 
-    Each ``advance`` (only while ``expired.ready``) reads the entry of the next tag (round
-    robin); the cycle after, that tag is offered on ``expired`` if its ``busy`` bit is set
-    and ``now`` minus its stamp is at least ``timeout_cycles``. Any cycle with
-    ``expired.ready`` ends the offer (the table may change afterwards), whether it was taken
-    or not.
+    The scan reads the entry of one tag a cycle (round robin). The cycle after, it judges
+    that tag (``busy`` bit set and ``now`` minus its stamp at least ``timeout_cycles``) into
+    a register, and a tag judged expired is offered on ``expired`` from the next cycle until
+    it is taken. While an offer waits, the scan stops (it reads the same tag again). An offer
+    is withdrawn as soon as its tag's ``busy`` bit is clear: the request completed meanwhile,
+    and a tag is free for at least a cycle between its release and the next claim, so a new
+    request on the same tag is never taken for the one judged.
 
     Members
     -------
     read : Out(_TagRead); busy : In(tags); now : In(STAMP_BITS)
         The tag table.
-    advance : In(1)
-        Visit the next tag.
     expired : Out(stream.Signature(tag_bits))
-        A timed-out tag.
+        A timed-out tag; ``valid`` from registers and the ``busy`` bit.
 
-    Latency: 1 cycle (``advance`` to ``expired``). Throughput: one tag per ``advance``.
+    Latency: 2 cycles (an entry read in *t* is judged in *t* + 1 and offered in *t* + 2).
+    Nothing on ``expired`` waits on the entry read or the judgement in the same cycle: on
+    the ECP5 the table's LUT RAM, the stamp's subtraction and compare and the completer's
+    choice after them were the NIC's critical path. Throughput: one tag per cycle while no
+    offer waits.
     """
     def __init__(self, tags, timeout_cycles):
         self.tags = tags
@@ -431,25 +441,34 @@ class _TimeoutScanner(wiring.Component):
         tag_bits = (tags - 1).bit_length()
         super().__init__({
             "read": Out(_TagRead(tag_bits)), "busy": In(tags), "now": In(STAMP_BITS),
-            "advance": In(1), "expired": Out(stream.Signature(tag_bits)),
+            "expired": Out(stream.Signature(tag_bits)),
         })
 
     def elaborate(self, platform):
         m = Module()
         tag_bits = (self.tags - 1).bit_length()
-        ptr = Signal(tag_bits)
-        ptr_r = Signal(tag_bits)
-        scanned = Signal()           # read.data holds the entry of ptr_r
+        ptr = Signal(tag_bits)       # the next tag to read
+        judging = Signal(tag_bits)   # the tag whose entry is on read.data
+        primed = Signal()            # read.data holds an entry (from the second cycle on)
+        offer = Signal()
+        offer_tag = Signal(tag_bits)
+        # `offer` and `expired.ready` are registers (the completer is ready when idle), so the
+        # scan's step and the table's read address do not wait on a judgement.
+        step = ~offer | self.expired.ready
+        late = (self.now - self.read.data.stamp)[:STAMP_BITS] >= self.timeout_cycles
         m.d.comb += [
-            self.read.addr.eq(ptr),
-            self.expired.payload.eq(ptr_r),
-            self.expired.valid.eq(scanned & (self.busy >> ptr_r)[0] & (
-                (self.now - self.read.data.stamp)[:STAMP_BITS] >= self.timeout_cycles)),
+            self.read.addr.eq(Mux(step, ptr, judging)),
+            self.expired.payload.eq(offer_tag),
+            self.expired.valid.eq(offer & (self.busy >> offer_tag)[0]),
         ]
-        with m.If(self.expired.ready):
-            m.d.sync += scanned.eq(self.advance)
-        with m.If(self.advance):
-            m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr)]
+        with m.If(step):
+            m.d.sync += [
+                offer.eq(primed & (self.busy >> judging)[0] & late),
+                offer_tag.eq(judging),
+                judging.eq(ptr), ptr.eq(ptr + 1), primed.eq(1),
+            ]
+        with m.Elif(~(self.busy >> offer_tag)[0]):
+            m.d.sync += offer.eq(0)
         return m
 
 
@@ -513,8 +532,8 @@ class _Completer(wiring.Component):
 
     When idle it takes, by priority, an ``expired`` tag (TIMEOUT), a ``refusal`` (BAD_TAG),
     a ``failed`` request frame (UNREACHABLE if it is the outstanding request of its tag,
-    else counted ``stale_fails``), or a response frame from ``i``; with none of them it lets
-    the scanner ``advance``. A response is checked against the ``lookup`` entry of its tag
+    else counted ``stale_fails``), or a response frame from ``i``; ``expired.ready`` is the
+    idle state itself (a register). A response is checked against the ``lookup`` entry of its tag
     (as :class:`LsRequester` describes), an OK load's data held in :class:`_LoadData` until
     its length is checked; then ``cpl`` is offered and, for an OK load, ``cpl_data`` follows.
     A completion other than BAD_TAG ``release`` s its tag.
@@ -527,7 +546,7 @@ class _Completer(wiring.Component):
     cpl : Out(stream.Signature(CompletionLayout())); cpl_data : Out(PacketStream(beat_octets))
     lookup : Out(_TagRead); release : Out(_TagRelease); busy : In(tags)
         The tag table.
-    expired : In(stream.Signature(tag_bits)); advance : Out(1)
+    expired : In(stream.Signature(tag_bits))
         The timeout scanner.
     refusal : In(stream.Signature(TAG_BITS))
         Refused requests from the sender.
@@ -555,7 +574,7 @@ class _Completer(wiring.Component):
             "cpl_data": Out(PacketStream(beat_octets)),
             "lookup": Out(_TagRead(tag_bits)), "release": Out(_TagRelease(tag_bits)),
             "busy": In(tags),
-            "expired": In(stream.Signature(tag_bits)), "advance": Out(1),
+            "expired": In(stream.Signature(tag_bits)),
             "refusal": In(stream.Signature(TAG_BITS)),
             "count": Out(Counters(self.COUNTERS)),
         })
@@ -610,8 +629,6 @@ class _Completer(wiring.Component):
                     m.d.comb += parser.header.ready.eq(1)
                     m.d.sync += [rh.eq(parser.header.payload), octets.eq(0)]
                     m.next = "CHECK"
-                with m.Else():
-                    m.d.comb += self.advance.eq(1)
             with m.State("FAIL"):
                 # The table entry of the dropped request's tag is on lookup.data this cycle.
                 sent_as = Mux(entry_in.store, failed.opcode == Opcode.STORE_REQ,
