@@ -19,8 +19,8 @@ from .credit import (CreditSender, COST_BITS, CREDIT_BITS, CREDIT_SIZE, SYNC_PER
                      frame_cost)
 from .frame_fifo import FrameFifo
 
-__all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick", "head_body_octets",
-           "head_costs", "head_frame_cost", "HEAD_KNOWN_OPCODES"]
+__all__ = ["CbfcTx", "ResteerSignature", "oefh_vc", "rotate_pick", "head_decode", "head_costs",
+           "HEAD_KNOWN_OPCODES"]
 
 
 def ResteerSignature():
@@ -63,36 +63,28 @@ def _head_table():
     return table
 
 
-def head_body_octets(m, first_beat_data, name):
-    """``(known, octets)``: whether the first 8-octet beat of a frame tells its body length
-    (OEFH + TH + payload, spec §7 v1.1) and that length (combinational)."""
-    known = Signal(name=f"{name}_known")
-    octets = Signal(range(max(_head_table().values()) + 1), name=f"{name}_octets")
-    with m.Switch(_th_octet(first_beat_data)):
-        for octet, body in _head_table().items():
-            with m.Case(octet):
-                m.d.comb += [known.eq(1), octets.eq(body)]
-    return known, octets
-
-
 def head_costs(credit_size):
     """The costs (credits) a frame whose first beat tells its length can have, ascending."""
     return tuple(sorted({frame_cost(body, credit_size) for body in _head_table().values()}))
 
 
-def head_frame_cost(m, first_beat_data, credit_size, name):
-    """``(cost, grade)`` of a frame whose first 8-octet beat tells its length, straight from
-    the TH octet (combinational, 0 and 0 for any other): its cost in credits, and one bit
-    per value of :func:`head_costs`, set for the value it has."""
+def head_decode(m, first_beat_data, credit_size, name):
+    """``(known, octets, cost, grade)`` of a frame from its first 8-octet beat, straight from
+    the TH octet (combinational, all 0 for a frame whose first beat does not tell its
+    length): whether it does, the body length (OEFH + TH + payload, spec §7 v1.1), the cost
+    in credits, and one bit per value of :func:`head_costs`, set for the value it has."""
     values = head_costs(credit_size)
+    known = Signal(name=f"{name}_known")
+    octets = Signal(range(max(_head_table().values()) + 1), name=f"{name}_octets")
     cost = Signal(COST_BITS, name=f"{name}_cost")
     grade = Signal(len(values), name=f"{name}_grade")
     with m.Switch(_th_octet(first_beat_data)):
         for octet, body in _head_table().items():
             value = frame_cost(body, credit_size)
             with m.Case(octet):
-                m.d.comb += [cost.eq(value), grade.eq(1 << values.index(value))]
-    return cost, grade
+                m.d.comb += [known.eq(1), octets.eq(body), cost.eq(value),
+                             grade.eq(1 << values.index(value))]
+    return known, octets, cost, grade
 
 
 def _th_octet(first_beat_data):
@@ -278,8 +270,7 @@ class CbfcTx(wiring.Component):
         costs, bodies = [], []
         for v, queue in enumerate(queues):
             beat = self.i[v].payload
-            known, octets = head_body_octets(m, beat.data, f"head{v}")
-            cost, grade = head_frame_cost(m, beat.data, self.credit_size, f"head{v}")
+            known, octets, cost, grade = head_decode(m, beat.data, self.credit_size, f"head{v}")
             m.d.comb += empty[v].eq(queue.empty)
             if bypass:
                 m.d.comb += eligible[v].eq(self.i[v].valid & ~in_frame[v] & ~decided[v]

@@ -456,10 +456,11 @@ class _TimeoutScanner(wiring.Component):
         # scan's step and the table's read address do not wait on a judgement.
         step = ~offer | self.expired.ready
         late = (self.now - self.read.data.stamp)[:STAMP_BITS] >= self.timeout_cycles
+        still_busy = (self.busy >> offer_tag)[0]     # the offered tag's request is outstanding
         m.d.comb += [
             self.read.addr.eq(Mux(step, ptr, judging)),
             self.expired.payload.eq(offer_tag),
-            self.expired.valid.eq(offer & (self.busy >> offer_tag)[0]),
+            self.expired.valid.eq(offer & still_busy),
         ]
         with m.If(step):
             m.d.sync += [
@@ -467,7 +468,7 @@ class _TimeoutScanner(wiring.Component):
                 offer_tag.eq(judging),
                 judging.eq(ptr), ptr.eq(ptr + 1), primed.eq(1),
             ]
-        with m.Elif(~(self.busy >> offer_tag)[0]):
+        with m.Elif(~still_busy):
             m.d.sync += offer.eq(0)
         return m
 
