@@ -26,32 +26,46 @@ def _no_slot(frames, spare_slot, use_spare):
     return frames == SLOTS
 
 
-@pytest.mark.parametrize("drop_when_full, spare_slot, cut_through", [
-    (True, False, True),       # a CbfcRx buffer that passes frames on
-    (True, False, False),      # a CbfcRx buffer that stores and forwards
-    (False, False, False),     # a CbfcTx queue
-    (False, True, False),      # a CbfcTx queue that takes re-steered frames
+def _cost(body, credit_size):
+    """Spec §8: a frame costs ceil((OEFH + TH + payload + FCS) / credit_size) credits; the
+    body here is all of it but the 4-octet FCS."""
+    return -(-(len(body) + 4) // credit_size)
+
+
+@pytest.mark.parametrize("drop_when_full, spare_slot, cut_through, credit_size", [
+    (True, False, True, 32),       # a CbfcRx buffer that passes frames on
+    (True, False, False, 64),      # a CbfcRx buffer that stores and forwards
+    (False, False, False, 128),    # a CbfcTx queue
+    (False, True, False, 64),      # a CbfcTx queue that takes re-steered frames
 ], ids=["rx-pass", "rx-store", "tx", "tx-spare"])
-def test_random_frames_and_slot_flags(drop_when_full, spare_slot, cut_through):
+def test_random_frames_and_slot_flags(drop_when_full, spare_slot, cut_through, credit_size):
     rng = random.Random(4 * drop_when_full + 2 * spare_slot + cut_through)
-    dut = FrameFifo(words=WORDS, frames=SLOTS, credit_size=64, drop_when_full=drop_when_full,
-                    spare_slot=spare_slot, cut_through=cut_through)
+    dut = FrameFifo(words=WORDS, frames=SLOTS, credit_size=credit_size,
+                    drop_when_full=drop_when_full, spare_slot=spare_slot,
+                    cut_through=cut_through)
     clock = Clock({"i": dut.i, "o": dut.o})
     sent, expect_dropped, received = [], [], []
     seen = {"cycles": 0, "first_offers": 0, "no_slot_offers": 0, "stored": 0, "dropped": 0}
+    costs = {"stored": [], "dropped": [], "popped": []}
 
     async def watcher(ctx):
         signals = [dut.frames, dut.empty, dut.i.valid, dut.i.ready, dut.i.payload.first,
-                   dut.stored, dut.dropped]
+                   dut.stored, dut.dropped, dut.stored_cost, dut.dropped_cost, dut.popped,
+                   dut.popped_cost]
         if spare_slot:
             signals.append(dut.use_spare)
-        async for _, _, frames, empty, valid, ready, first, stored, dropped, *use in \
-                ctx.tick().sample(*signals):
+        async for (_, _, frames, empty, valid, ready, first, stored, dropped, stored_cost,
+                   dropped_cost, popped, popped_cost, *use) in ctx.tick().sample(*signals):
             seen["cycles"] += 1
             assert empty == (frames == 0), f"cycle {seen['cycles']}: {frames} frames"
             assert frames <= SLOTS
             seen["stored"] += stored
             seen["dropped"] += dropped
+            for name, strobe, cost in (("stored", stored, stored_cost),
+                                       ("dropped", dropped, dropped_cost),
+                                       ("popped", popped, popped_cost)):
+                if strobe:
+                    costs[name].append(cost)
             if valid and first:
                 no_slot = _no_slot(frames, spare_slot, bool(use and use[0]))
                 seen["no_slot_offers"] += no_slot
@@ -93,5 +107,10 @@ def test_random_frames_and_slot_flags(drop_when_full, spare_slot, cut_through):
     assert received == kept
     assert seen["first_offers"] == len(sent)
     assert seen["stored"] == len(kept) and seen["dropped"] == len(sent) - len(kept)
+    # Every frame's cost, stored or dropped, and again as it leaves, is the spec's.
+    assert costs["stored"] == costs["popped"] == [_cost(b, credit_size) for b in kept]
+    lost = [b for b in sent if b not in kept] if drop_when_full else []
+    assert costs["dropped"] == [_cost(b, credit_size) for b in lost]
+    assert len(set(costs["stored"])) > 1      # frames of more than one cost
     # The slot check was exercised: the queue was full at some first beats, not at others.
     assert 0 < seen["no_slot_offers"] < seen["cycles"]

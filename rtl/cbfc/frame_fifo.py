@@ -87,7 +87,9 @@ class FrameFifo(wiring.Component):
         check_power_of_two("frames", frames, 2, 1 << 16)
         self.words = words
         self.depth = frames
-        self.credit_size = credit_size
+        # A beat adds to the cost at most one credit (the cost's carry, below).
+        self.credit_size = check_power_of_two("credit_size", credit_size,
+                                              2 * MAC_BEAT_OCTETS, 1 << 12)
         self.drop_when_full = drop_when_full
         self.spare_slot = spare_slot
         self.cut_through = cut_through
@@ -137,7 +139,6 @@ class FrameFifo(wiring.Component):
         beat = self.i.payload
         in_frame = Signal()
         discard = Signal()             # the rest of this frame is thrown away
-        octets = Signal(_OCTET_BITS)   # octets of this frame so far
         words_in = Signal(range(MAX_FRAME_WORDS + 2))
         first = ~in_frame
         full = (wr_ptr - rd_ptr)[:AW + 1] == W
@@ -165,14 +166,26 @@ class FrameFifo(wiring.Component):
             wr.data.last.eq(beat.last),
             wr.en.eq(writing),
         ]
-        total = Signal(_OCTET_BITS)
-        m.d.comb += total.eq(Mux(first, 0, octets) + keep_count(beat.keep, MAC_BEAT_OCTETS))
+        # The cost of the octets so far, ceil((octets + FCS) / credit_size), is kept split at
+        # the credit size: octets + FCS + credit_size - 1 = ahead * credit_size + part. A beat
+        # of k octets then makes it ahead + (part + k >= credit_size): a short add and a
+        # carry between a beat's `keep` and its cost, instead of two wide adders (on the ECP5
+        # the receive buffers' cost was a critical path into the credit counters).
+        shift = exact_log2(self.credit_size)
+        bias = FCS_OCTETS + self.credit_size - 1
+        ahead = Signal(_OCTET_BITS - shift + 1)
+        part = Signal(shift)
+        ahead_now = Mux(first, bias >> shift, ahead)
+        part_now = Signal(shift + 1)
+        m.d.comb += part_now.eq(Mux(first, bias % self.credit_size, part)
+                                + keep_count(beat.keep, MAC_BEAT_OCTETS))
+        # part < credit_size and k <= 8 < credit_size: the sum carries at most once.
         cost = Signal(COST_BITS)
-        m.d.comb += cost.eq((total + FCS_OCTETS + self.credit_size - 1)
-                            >> exact_log2(self.credit_size))
+        m.d.comb += cost.eq(ahead_now + part_now[shift])
         ends = take & beat.last
         with m.If(take):
-            m.d.sync += [in_frame.eq(~beat.last), octets.eq(total),
+            m.d.sync += [in_frame.eq(~beat.last),
+                         ahead.eq(ahead_now + part_now[shift]), part.eq(part_now[:shift]),
                          words_in.eq(Mux(first, 1, words_in + 1))]
             with m.If(first):
                 m.d.sync += discard.eq(0)

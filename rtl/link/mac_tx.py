@@ -401,9 +401,12 @@ class MacTxSequencer(wiring.Component):
         crc_last = Signal(32, name="fcs_last")      # after the whole body (last beat taken)
         gap_left = Signal(_gap_shape(), name="gap_left")
         prev_lcw = Signal(name="prev_lcw")   # the word on txd is an LCW word
-        frame_len = Signal(16, name="frame_len")  # body octets taken of the current frame
+        # Body octets of the current frame's beats before the staged one: the staged beat's
+        # count is added when the next beat is taken, so no adder runs from a beat's `keep`
+        # (straight out of the LLR's replay buffer in a link end) into a register.
+        frame_len = Signal(16, name="frame_len")
         stage_data = Signal(64, name="stage_data")          # the beat taken, not yet sent
-        stage_octets = Signal(range(9), name="stage_octets")  # its octet count (last beat)
+        stage_octets = Signal(range(9), name="stage_octets")  # its octet count
         stage_void = Signal(name="stage_void")      # the staged last beat ends a void frame
         # The octet count is added one cycle late: keeps its adder off the word path.
         octets_en = Signal(name="octets_en")
@@ -456,14 +459,14 @@ class MacTxSequencer(wiring.Component):
             void = beat.last & beat.user.void
             m.d.sync += [crc.eq(crc_full), crc_last.eq(Mux(void, ~crc_end, crc_end)),
                          stage_data.eq(beat.data), stage_octets.eq(n), stage_void.eq(void),
-                         frame_len.eq((0 if first else frame_len) + n),
+                         frame_len.eq(0 if first else frame_len + stage_octets),
                          state.eq(Mux(beat.last, TAIL, FRAME))]
 
         def end_frame(gap):
             # The CRC register is back at its initial value for the next frame's first beat,
             # which may be taken in the very next cycle.
             m.d.sync += [state.eq(IDLE), gap_left.eq(gap), crc.eq(fcs.initial),
-                         octets_en.eq(1), octets_add.eq(frame_len)]
+                         octets_en.eq(1), octets_add.eq(frame_len + stage_octets)]
             counters["frames"].increment(m, 1)
             counters["void_frames"].increment(m, stage_void)
 

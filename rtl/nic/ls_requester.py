@@ -121,8 +121,8 @@ class LsRequester(wiring.Component):
     #: check), so ``cpl_data`` follows the completion.
     RX_LATENCY = 3
     #: ``fail`` transfer → its UNREACHABLE ``cpl`` valid, when the completion side is idle:
-    #: the queue 2, the table read 1, the check 1.
-    FAIL_LATENCY = 4
+    #: the queue 2, the table read 1, the check 1 (into a register), acting on it 1.
+    FAIL_LATENCY = 5
     #: A lost request's TIMEOUT completion is offered at most ``timeout_cycles + tags +
     #: TIMEOUT_SLACK`` cycles after its ``req`` transfer (completion side free): its tag may
     #: be judged a cycle before it is late, then once every ``tags`` cycles; an offer 1 cycle
@@ -596,6 +596,7 @@ class _Completer(wiring.Component):
         entry = Signal(_Entry())
         known, match = Signal(), Signal()
         known_r, match_r = Signal(), Signal()
+        fail_ok = Signal()          # the failed frame is its tag's outstanding request
         push = Signal()
         status = Signal(CompletionStatus)
         lines = Signal(range(MAX_LS_OCTETS // LINE_OCTETS + 1))
@@ -632,13 +633,21 @@ class _Completer(wiring.Component):
                     m.next = "CHECK"
             with m.State("FAIL"):
                 # The table entry of the dropped request's tag is on lookup.data this cycle.
+                # Its judgement goes into a register and is acted on in the next state: on
+                # the ECP5 the table's block RAM through this compare into the completion's
+                # registers was a critical path of the NIC. Only the completer releases a tag,
+                # so the busy bit cannot clear in between.
                 sent_as = Mux(entry_in.store, failed.opcode == Opcode.STORE_REQ,
                               failed.opcode == Opcode.LOAD_REQ)
-                with m.If((failed.tag < self.tags) & (busy >> failed.tag[:tag_bits])[0] &
-                          sent_as & (failed.size == entry_in.size) &
-                          (failed.dst == entry_in.dst)):
-                    m.d.sync += [cpl_tag.eq(failed.tag),
-                                 status.eq(CompletionStatus.UNREACHABLE)]
+                m.d.sync += [
+                    fail_ok.eq((failed.tag < self.tags) & (busy >> failed.tag[:tag_bits])[0] &
+                               sent_as & (failed.size == entry_in.size) &
+                               (failed.dst == entry_in.dst)),
+                    cpl_tag.eq(failed.tag), status.eq(CompletionStatus.UNREACHABLE),
+                ]
+                m.next = "FAILED"
+            with m.State("FAILED"):
+                with m.If(fail_ok):
                     m.next = "ERROR"
                 with m.Else():
                     counters["stale_fails"].increment(m, 1)
