@@ -180,12 +180,14 @@ class FrameFifo(wiring.Component):
         m.d.comb += part_now.eq(Mux(first, bias % self.credit_size, part)
                                 + keep_count(beat.keep, MAC_BEAT_OCTETS))
         # part < credit_size and k <= 8 < credit_size: the sum carries at most once.
+        ahead_next = Signal.like(ahead)
+        m.d.comb += ahead_next.eq(ahead_now + part_now[shift])
         cost = Signal(COST_BITS)
-        m.d.comb += cost.eq(ahead_now + part_now[shift])
+        m.d.comb += cost.eq(ahead_next)
         ends = take & beat.last
         with m.If(take):
             m.d.sync += [in_frame.eq(~beat.last),
-                         ahead.eq(ahead_now + part_now[shift]), part.eq(part_now[:shift]),
+                         ahead.eq(ahead_next), part.eq(part_now[:shift]),
                          words_in.eq(Mux(first, 1, words_in + 1))]
             with m.If(first):
                 m.d.sync += discard.eq(0)

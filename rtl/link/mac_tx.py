@@ -408,6 +408,7 @@ class MacTxSequencer(wiring.Component):
         stage_data = Signal(64, name="stage_data")          # the beat taken, not yet sent
         stage_octets = Signal(range(9), name="stage_octets")  # its octet count
         stage_void = Signal(name="stage_void")      # the staged last beat ends a void frame
+        taken_len = frame_len + stage_octets        # body octets up to the staged beat
         # The octet count is added one cycle late: keeps its adder off the word path.
         octets_en = Signal(name="octets_en")
         octets_add = Signal.like(frame_len, name="octets_add")
@@ -459,14 +460,14 @@ class MacTxSequencer(wiring.Component):
             void = beat.last & beat.user.void
             m.d.sync += [crc.eq(crc_full), crc_last.eq(Mux(void, ~crc_end, crc_end)),
                          stage_data.eq(beat.data), stage_octets.eq(n), stage_void.eq(void),
-                         frame_len.eq(0 if first else frame_len + stage_octets),
+                         frame_len.eq(0 if first else taken_len),
                          state.eq(Mux(beat.last, TAIL, FRAME))]
 
         def end_frame(gap):
             # The CRC register is back at its initial value for the next frame's first beat,
             # which may be taken in the very next cycle.
             m.d.sync += [state.eq(IDLE), gap_left.eq(gap), crc.eq(fcs.initial),
-                         octets_en.eq(1), octets_add.eq(frame_len + stage_octets)]
+                         octets_en.eq(1), octets_add.eq(taken_len)]
             counters["frames"].increment(m, 1)
             counters["void_frames"].increment(m, stage_void)
 
