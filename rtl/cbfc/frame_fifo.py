@@ -20,9 +20,10 @@ _OCTET_BITS = (MAX_FRAME_WORDS * MAC_BEAT_OCTETS + FCS_OCTETS).bit_length() + 1
 
 class FrameFifo(wiring.Component):
     """Frames in on ``i``, out on ``o``, with the credit cost of every stored frame
-    (``ceil((octets + FCS) / credit_size)``, spec §8). Store and forward by default: a frame
-    becomes visible at ``o`` only once its last beat is stored, so ``o`` never starves in the
-    middle of a frame and a frame can still be dropped at its end.
+    (``ceil((octets + FCS) / credit_size)``, spec §8; ``credit_size`` a power of two from 16
+    to 4096 octets, so that a beat adds at most one credit). Store and forward by default: a
+    frame becomes visible at ``o`` only once its last beat is stored, so ``o`` never starves
+    in the middle of a frame and a frame can still be dropped at its end.
 
     ``words`` words of 8 octets (block RAM) and at most ``frames`` frames. A frame is dropped
     (the beats already stored are rolled back, the rest discarded) when it is longer than
