@@ -26,6 +26,10 @@ def test_bench_link_without_synthesis(tmp_path, cli):
     assert result["link_tx_latency_cycles"] == result["mac_tx_latency_cycles"] + 1
     assert result["replay_reaction_cycles"] <= REPLAY_REACTION_GOAL
     assert result["replay_reaction_cut_cycles"] <= REPLAY_REACTION_GOAL
+    # docs/link.md: with `tx_register` every frame, a replayed one too, reaches the line a
+    # cycle later (link end TX 3, replay reaction 6 whether or not a frame is cut).
+    assert result["tx_register"] == {"link_tx_latency_cycles": 3, "replay_reaction_cycles": 6,
+                                     "replay_reaction_cut_cycles": 6}
     runs = 2 * len(LINK_BERS)                 # without and with the FEC
     assert result["frames_sent"] == runs * 2 * 80     # the goodput runs
     assert result["reordered"] == result["corrupted"] == result["flushes"] == 0

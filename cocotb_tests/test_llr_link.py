@@ -208,3 +208,15 @@ async def long_outage_flushes(dut):
 def test_llr_link(tmp_path):
     run_cocotb(EXPORT, "test_llr_link", {"delay": DELAY, "replay_max": REPLAY_MAX},
                test_dir=tmp_path)
+
+
+#: The scenarios run again with ``tx_register`` (a register stage between each end's replay
+#: buffer and its MAC, cleared when the LLR cuts a frame): errors, bursts and an outage, the
+#: cases in which the LLR cuts frames on the wire.
+TX_REGISTER_TESTS = ["clean_line", "bit_errors", "error_bursts", "short_outage"]
+
+
+def test_llr_link_tx_register(tmp_path):
+    run_cocotb(EXPORT, "test_llr_link", {"delay": DELAY, "replay_max": REPLAY_MAX,
+                                         "tx_register": 1},
+               testcase=TX_REGISTER_TESTS, test_dir=tmp_path)

@@ -242,11 +242,13 @@ def _run_link_bench(export, params, testcase, scenario=None):
 
 
 def bench_link(synth=True, device="LFE5UM5G-85F", frames=300, fec=True, clock_mhz=156.25):
-    """MAC and link-end latencies, replay reaction, goodput against BER with and without FEC,
-    replay-buffer sizing, and the ECP5 figures of one link end (MAC + LLR)."""
+    """MAC and link-end latencies and replay reaction (also with ``tx_register``), goodput
+    against BER with and without FEC, replay-buffer sizing, and the ECP5 figures of one link
+    end (MAC + LLR)."""
     mac_tx = _run_link_bench("mac_tx", {}, "mac_tx_timing")
     mac_rx = _run_link_bench("mac_rx", {}, "mac_rx_timing")
     end = _run_link_bench("link_end", {}, "end_timing")
+    registered = _run_link_bench("link_end", {"tx_register": 1}, "end_timing")
     result = {
         "mac_tx_latency_cycles": mac_tx["latency_cycles"],
         "mac_rx_latency_cycles": mac_rx["latency_cycles"],
@@ -255,6 +257,10 @@ def bench_link(synth=True, device="LFE5UM5G-85F", frames=300, fec=True, clock_mh
         "link_rx_frame_words": end["rx_frame_words"],
         "replay_reaction_cycles": end["replay_reaction_cycles"],
         "replay_reaction_cut_cycles": end["replay_reaction_cut_cycles"],
+        # The same with ``tx_register`` (a register between the replay buffer and the MAC).
+        "tx_register": {"link_tx_latency_cycles": registered["tx_latency_cycles"],
+                        "replay_reaction_cycles": registered["replay_reaction_cycles"],
+                        "replay_reaction_cut_cycles": registered["replay_reaction_cut_cycles"]},
         "clock_mhz": clock_mhz,
         "body_octets": LINK_BODY_OCTETS,
     }
@@ -306,10 +312,14 @@ def _link_table(result):
         f"{'MAC TX: first beat offered -> /S/ on txd':44} {result['mac_tx_latency_cycles']:>6}",
         f"{'MAC RX: /S/ on rxd -> first body beat':44} {result['mac_rx_latency_cycles']:>6}",
         f"{'link end TX (LLR + MAC)':44} {result['link_tx_latency_cycles']:>6}",
+        f"{'... with tx_register':44} {result['tx_register']['link_tx_latency_cycles']:>6}",
         f"{'link end RX (MAC + LLR, store and forward)':44} {result['link_rx_latency_cycles']:>6}"
         f"  ({result['link_rx_frame_words']}-word frame)",
         f"{'replay reaction: NACK on rxd -> /S/ (idle)':44} {result['replay_reaction_cycles']:>6}",
         f"{'replay reaction: ... cutting a frame':44} {result['replay_reaction_cut_cycles']:>6}",
+        f"{'replay reaction with tx_register (idle, cut)':44} "
+        f"{result['tx_register']['replay_reaction_cycles']:>6} "
+        f"{result['tx_register']['replay_reaction_cut_cycles']:>3}",
         "",
         f"goodput (fraction of line rate, {result['body_octets']}-octet bodies, both directions "
         f"saturated):",

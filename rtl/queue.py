@@ -7,7 +7,7 @@ from amaranth.lib.wiring import Out
 
 from .params import check_power_of_two
 
-__all__ = ["DualPushQueue", "TwoEntryFifo", "SkidBuffer"]
+__all__ = ["DualPushQueue", "TwoEntryFifo", "SkidBuffer", "RegisterStage"]
 
 
 class DualPushQueue(wiring.Component):
@@ -164,4 +164,43 @@ class SkidBuffer(wiring.Component):
             m.d.sync += [kept.eq(self.i.payload), full.eq(1)]
         with m.If(full & self.o.ready):
             m.d.sync += full.eq(0)
+        return m
+
+
+class RegisterStage(wiring.Component):
+    """A stream stage whose ``o`` comes from flip-flops: one cycle of latency, so the logic
+    after it no longer starts from what drives ``i`` (a block RAM's read, for example).
+
+    An entry taken on ``i`` in cycle *t* is offered on ``o`` in *t* + 1. ``i.ready`` is
+    ``o.ready`` or the stage empty (combinational: a chain of stages passes a consumer's
+    ``ready`` through), so ``o`` carries one entry per cycle while it is ready and adds no
+    bubble of its own. ``clear`` drops the entry held (at the end of the cycle) and holds
+    ``i.ready`` low in its cycle, so nothing offered then is taken.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+    o : Out(stream.Signature(shape))
+    clear : In(1)
+    """
+    def __init__(self, shape):
+        super().__init__({
+            "i": wiring.In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+            "clear": wiring.In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        held = Signal.like(self.o.payload)
+        full = Signal()
+        m.d.comb += [
+            self.i.ready.eq(~self.clear & (~full | self.o.ready)),
+            self.o.valid.eq(full),
+            self.o.payload.eq(held),
+        ]
+        with m.If(self.clear):
+            m.d.sync += full.eq(0)
+        with m.Elif(self.i.ready):
+            m.d.sync += [full.eq(self.i.valid), held.eq(self.i.payload)]
         return m

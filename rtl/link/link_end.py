@@ -7,6 +7,8 @@
                  │                 │       > PingUnit (PONG, PING) > lcw_tx_ext
         o ◀── LlrRx ◀── MacRx ◀── rxd/rxc          (from the line)
                                    └─▶ received LCWs to LlrTx, LlrRx, PingUnit, lcw_rx_ext
+
+With ``tx_register`` a register stage sits between LlrTx and MacTx.
 """
 
 from amaranth.hdl import Module, Signal
@@ -16,7 +18,8 @@ from amaranth.lib.wiring import In, Out
 from ..buffer import FRAME_BUFFER_OCTETS
 from ..compose import broadcast, forward
 from ..counters import Counters, merge_counters
-from ..params import parameters
+from ..params import Flag, Param, parameters
+from ..queue import RegisterStage
 from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType, XgmiiControl
 from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
@@ -27,7 +30,13 @@ from .llr_tx import LlrTx, TxState, TIMER_BITS, AHEAD_WORDS, BUFFER_FRAMES, REPL
 from .mac_rx import MacRx
 from .mac_tx import MacTx, IFG, LCW_IN_FRAME
 
-__all__ = ["LinkEnd", "IDLE_WORD", "link_counters", "link_controls", "link_management"]
+__all__ = ["LinkEnd", "IDLE_WORD", "TX_REGISTER", "link_counters", "link_controls",
+           "link_management"]
+
+#: A register between the replay buffer's read and the MAC: the block RAM's output no longer
+#: runs into the MAC's CRC trees, for one cycle more on the way to the line (docs/link.md).
+TX_REGISTER = Param("1: a register between the LLR's replay buffer and the MAC (+1 cycle)",
+                    Flag())
 
 #: An XGMII word of eight /I/ (what a line carries when nothing is sent or it is down).
 IDLE_WORD = (int.from_bytes(bytes([XgmiiControl.IDLE] * 8), "little"), 0xFF)
@@ -66,14 +75,19 @@ def link_management():
             rx_buffer_octets=FRAME_BUFFER_OCTETS, rx_cut_through=RX_CUT_THROUGH,
             replay_max=REPLAY_MAX, tx_ahead_words=AHEAD_WORDS, ack_every=ACK_EVERY,
             ack_timer=ACK_TIMER,
-            ping_interval=PING_INTERVAL, ifg=IFG, lcw_in_frame=LCW_IN_FRAME)
+            ping_interval=PING_INTERVAL, ifg=IFG, lcw_in_frame=LCW_IN_FRAME,
+            tx_register=TX_REGISTER)
 class LinkEnd(wiring.Component):
     """The link layer of one port: frames in and out on packet streams, XGMII on the line side.
 
     Parameters are those of :class:`LlrTx` (``buffer_octets``, ``buffer_frames``,
     ``replay_max``, ``tx_ahead_words`` = its ``ahead_words``), :class:`LlrRx`
     (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``, ``ack_timer``),
-    :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``).
+    :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``);
+    ``tx_register`` puts a :class:`~ethlink.rtl.queue.RegisterStage` between the LLR and the
+    MAC (cleared by the LLR's ``abort``): the replay buffer's block-RAM output then ends in a
+    register instead of running into the MAC's CRC trees (``link_end`` 109.2 → 117.9 MHz on
+    the ECP5, docs/timing.md), and every frame reaches the line 1 cycle later.
 
     Members
     -------
@@ -112,12 +126,13 @@ class LinkEnd(wiring.Component):
     """
     def __init__(self, *, buffer_octets=16384, buffer_frames=64, rx_buffer_octets=8192,
                  rx_cut_through=0, replay_max=8, tx_ahead_words=0, ack_every=8, ack_timer=128,
-                 ping_interval=1024, ifg=12, lcw_in_frame=1):
+                 ping_interval=1024, ifg=12, lcw_in_frame=1, tx_register=0):
         self.params = dict(buffer_octets=buffer_octets, buffer_frames=buffer_frames,
                            rx_buffer_octets=rx_buffer_octets, rx_cut_through=rx_cut_through,
                            replay_max=replay_max, tx_ahead_words=tx_ahead_words,
                            ack_every=ack_every, ack_timer=ack_timer,
-                           ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame)
+                           ping_interval=ping_interval, ifg=ifg, lcw_in_frame=lcw_in_frame,
+                           tx_register=tx_register)
         #: Frame bodies in and out: what a pair's harness drives.
         self.frame_members = {"i": In(PacketStream(MAC_BEAT_OCTETS)),
                               "i_void": In(1),
@@ -149,7 +164,14 @@ class LinkEnd(wiring.Component):
         m.submodules.lcws = lcws = LcwArbiter(4)
 
         wiring.connect(m, wiring.flipped(self.i), llr_tx.i)
-        wiring.connect(m, llr_tx.mac, mac_tx.i)
+        if p["tx_register"]:
+            # A frame the LLR cuts (`abort`) may have a beat in the stage: it goes with it.
+            m.submodules.tx_stage = tx_stage = RegisterStage(llr_tx.mac.payload.shape())
+            wiring.connect(m, llr_tx.mac, tx_stage.i)
+            wiring.connect(m, tx_stage.o, mac_tx.i)
+            m.d.comb += tx_stage.clear.eq(llr_tx.abort)
+        else:
+            wiring.connect(m, llr_tx.mac, mac_tx.i)
         wiring.connect(m, llr_rx.o, wiring.flipped(self.o))
         # LCWs out, in this priority.
         wiring.connect(m, llr_rx.lcw_tx, lcws.i[0])
