@@ -19,6 +19,13 @@ WIDTH = 12
 CYCLES = 4000
 
 
+def _simulate(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 class _Both(Elaboratable):
     def __init__(self):
         self.ours = TwoEntryFifo(WIDTH)
@@ -56,10 +63,7 @@ def test_two_entry_fifo_matches_sync_fifo():
             seen["full"] += got[1][2] == 2
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     # The comparison covered reads and a full queue.
     assert seen["reads"] > CYCLES // 10 and seen["full"] > CYCLES // 20, seen
 
@@ -103,10 +107,7 @@ def test_skid_buffer():
                 offered = None
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     assert got == sent[:len(got)] and len(sent) - len(got) <= 1
     assert len(got) > CYCLES // 8 and seen["same_cycle"] > 100 and seen["kept"] > 100, seen
 
@@ -164,10 +165,7 @@ def test_register_stage():
                     offered = None
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, bench)
     survivors = [value for value in taken if value not in cleared]
     assert got == survivors[:len(got)] and len(survivors) - len(got) <= 1
     assert cleared and seen["stalled"] > 100 and seen["best_streak"] >= 249, seen
