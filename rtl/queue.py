@@ -1,13 +1,13 @@
 """Small register queues used at block outputs."""
 
-from amaranth.hdl import Module, Signal, Mux
+from amaranth.hdl import Const, Module, Signal, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import Out
 
 from .params import check_power_of_two
 
-__all__ = ["DualPushQueue", "TwoEntryFifo", "SkidBuffer", "RegisterStage"]
+__all__ = ["DualPushQueue", "TwoEntryFifo", "SkidBuffer"]
 
 
 class DualPushQueue(wiring.Component):
@@ -89,19 +89,29 @@ class TwoEntryFifo(wiring.Component):
     is offered on ``r_stream`` in *t + 1*; ``level`` counts the entries; ``w_stream.ready``
     is ``level != 2``), but ``r_stream.payload`` comes straight from a flip-flop, not through a
     LUT-RAM read and its address, so a consumer's logic after the queue starts from a
-    register.
+    register. Between two blocks it is a stage that cuts both ways: the data the consumer sees
+    and the ``ready`` the producer sees are both flip-flops.
+
+    With ``clear=True`` it has a ``clear`` input: the queue is emptied at the end of the cycle,
+    and an entry written in that cycle is dropped with the others (an entry ``r_stream`` gives
+    in that cycle still leaves). ``w_stream.ready`` does not look at ``clear``, so it stays a
+    flip-flop: a producer that clears drops what it offers in the same cycle itself.
 
     Members
     -------
     w_stream : In(stream.Signature(shape))
     r_stream : Out(stream.Signature(shape))
     level : Out(range(3))
+    clear : In(1)
+        Only with ``clear=True``.
     """
-    def __init__(self, shape):
+    def __init__(self, shape, *, clear=False):
+        self._clear = clear
         super().__init__({
             "w_stream": wiring.In(stream.Signature(shape)),
             "r_stream": Out(stream.Signature(shape)),
             "level": Out(range(3)),
+            **({"clear": wiring.In(1)} if clear else {}),
         })
 
     def elaborate(self, platform):
@@ -111,6 +121,7 @@ class TwoEntryFifo(wiring.Component):
         level = self.level
         write = self.w_stream.valid & self.w_stream.ready
         read = self.r_stream.valid & self.r_stream.ready
+        clear = self.clear if self._clear else Const(0, 1)
         m.d.comb += [
             self.w_stream.ready.eq(level != 2),
             self.r_stream.valid.eq(level != 0),
@@ -126,7 +137,7 @@ class TwoEntryFifo(wiring.Component):
             m.d.sync += head.eq(tail)
         with m.If(write):
             m.d.sync += tail.eq(self.w_stream.payload)
-        m.d.sync += level.eq(level + write - read)
+        m.d.sync += level.eq(Mux(clear, 0, level + write - read))
         return m
 
 
@@ -166,41 +177,3 @@ class SkidBuffer(wiring.Component):
             m.d.sync += full.eq(0)
         return m
 
-
-class RegisterStage(wiring.Component):
-    """A stream stage whose ``o`` comes from flip-flops: one cycle of latency, so the logic
-    after it no longer starts from what drives ``i`` (a block RAM's read, for example).
-
-    An entry taken on ``i`` in cycle *t* is offered on ``o`` in *t* + 1. ``i.ready`` is
-    ``o.ready`` or the stage empty (combinational: a chain of stages passes a consumer's
-    ``ready`` through), so ``o`` carries one entry per cycle while it is ready and adds no
-    bubble of its own. ``clear`` drops the entry held (at the end of the cycle) and holds
-    ``i.ready`` low in its cycle, so nothing offered then is taken.
-
-    Members
-    -------
-    i : In(stream.Signature(shape))
-    o : Out(stream.Signature(shape))
-    clear : In(1)
-    """
-    def __init__(self, shape):
-        super().__init__({
-            "i": wiring.In(stream.Signature(shape)),
-            "o": Out(stream.Signature(shape)),
-            "clear": wiring.In(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        held = Signal.like(self.o.payload)
-        full = Signal()
-        m.d.comb += [
-            self.i.ready.eq(~self.clear & (~full | self.o.ready)),
-            self.o.valid.eq(full),
-            self.o.payload.eq(held),
-        ]
-        with m.If(self.clear):
-            m.d.sync += full.eq(0)
-        with m.Elif(self.i.ready):
-            m.d.sync += [full.eq(self.i.valid), held.eq(self.i.payload)]
-        return m

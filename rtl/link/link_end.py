@@ -19,7 +19,7 @@ from ..buffer import FRAME_BUFFER_OCTETS
 from ..compose import broadcast, forward
 from ..counters import Counters, merge_counters
 from ..params import Flag, Param, parameters
-from ..queue import RegisterStage
+from ..queue import TwoEntryFifo
 from ..stream import PacketStream
 from ..wire import LLR_PAYLOAD, LcwType, XgmiiControl
 from .control import LcwArbiter, PingUnit, PING_INTERVAL, RTT_BITS
@@ -33,8 +33,9 @@ from .mac_tx import MacTx, IFG, LCW_IN_FRAME
 __all__ = ["LinkEnd", "IDLE_WORD", "TX_REGISTER", "link_counters", "link_controls",
            "link_management"]
 
-#: A register between the replay buffer's read and the MAC: the block RAM's output no longer
-#: runs into the MAC's CRC trees, for one cycle more on the way to the line (docs/link.md).
+#: A register stage between the replay buffer's read and the MAC: the block RAM's output no
+#: longer runs into the MAC's CRC trees, nor the MAC's ready into the LLR's reader, for one
+#: cycle more on the way to the line (docs/link.md).
 TX_REGISTER = Param("1: a register between the LLR's replay buffer and the MAC (+1 cycle)",
                     Flag())
 
@@ -84,10 +85,11 @@ class LinkEnd(wiring.Component):
     ``replay_max``, ``tx_ahead_words`` = its ``ahead_words``), :class:`LlrRx`
     (``rx_buffer_octets``, ``rx_cut_through``, ``ack_every``, ``ack_timer``),
     :class:`PingUnit` (``ping_interval``) and :class:`MacTx` (``ifg``, ``lcw_in_frame``);
-    ``tx_register`` puts a :class:`~ethlink.rtl.queue.RegisterStage` between the LLR and the
-    MAC (cleared by the LLR's ``abort``): the replay buffer's block-RAM output then ends in a
-    register instead of running into the MAC's CRC trees (``link_end`` 109.2 → 117.9 MHz on
-    the ECP5, docs/timing.md), and every frame reaches the line 1 cycle later.
+    ``tx_register`` puts a :class:`~ethlink.rtl.queue.TwoEntryFifo` between the LLR and the
+    MAC (emptied by the LLR's ``abort``): the replay buffer's block-RAM output then ends in a
+    register instead of running into the MAC's CRC trees, the MAC's ``ready`` ends in the
+    queue instead of running into the LLR's reader (docs/timing.md), and every frame reaches
+    the line 1 cycle later.
 
     Members
     -------
@@ -165,10 +167,11 @@ class LinkEnd(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.i), llr_tx.i)
         if p["tx_register"]:
-            # A frame the LLR cuts (`abort`) may have a beat in the stage: it goes with it.
-            m.submodules.tx_stage = tx_stage = RegisterStage(llr_tx.mac.payload.shape())
-            wiring.connect(m, llr_tx.mac, tx_stage.i)
-            wiring.connect(m, tx_stage.o, mac_tx.i)
+            # A frame the LLR cuts (`abort`) may have beats in the stage: they go with it.
+            m.submodules.tx_stage = tx_stage = TwoEntryFifo(llr_tx.mac.payload.shape(),
+                                                            clear=True)
+            wiring.connect(m, llr_tx.mac, tx_stage.w_stream)
+            wiring.connect(m, tx_stage.r_stream, mac_tx.i)
             m.d.comb += tx_stage.clear.eq(llr_tx.abort)
         else:
             wiring.connect(m, llr_tx.mac, mac_tx.i)
