@@ -90,12 +90,13 @@ class TwoEntryFifo(wiring.Component):
     is ``level != 2``), but ``r_stream.payload`` comes straight from a flip-flop, not through a
     LUT-RAM read and its address, so a consumer's logic after the queue starts from a
     register. Between two blocks it is a stage that cuts both ways: the data the consumer sees
-    and the ``ready`` the producer sees are both flip-flops.
+    comes from its registers, and so does the ``ready`` the producer sees (``level != 2``).
 
     With ``clear=True`` it has a ``clear`` input: the queue is emptied at the end of the cycle,
     and an entry written in that cycle is dropped with the others (an entry ``r_stream`` gives
-    in that cycle still leaves). ``w_stream.ready`` does not look at ``clear``, so it stays a
-    flip-flop: a producer that clears drops what it offers in the same cycle itself.
+    in that cycle still leaves). ``w_stream.ready`` does not look at ``clear``, so it still
+    comes from the queue's registers only: a producer that clears drops what it offers in the
+    same cycle itself.
 
     Members
     -------

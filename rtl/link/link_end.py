@@ -8,7 +8,7 @@
         o ◀── LlrRx ◀── MacRx ◀── rxd/rxc          (from the line)
                                    └─▶ received LCWs to LlrTx, LlrRx, PingUnit, lcw_rx_ext
 
-With ``tx_register`` a register stage sits between LlrTx and MacTx.
+With ``tx_register`` a two-entry register queue sits between LlrTx and MacTx.
 """
 
 from amaranth.hdl import Module, Signal
@@ -33,11 +33,11 @@ from .mac_tx import MacTx, IFG, LCW_IN_FRAME
 __all__ = ["LinkEnd", "IDLE_WORD", "TX_REGISTER", "link_counters", "link_controls",
            "link_management"]
 
-#: A register stage between the replay buffer's read and the MAC: the block RAM's output no
+#: A register queue between the replay buffer's read and the MAC: the block RAM's output no
 #: longer runs into the MAC's CRC trees, nor the MAC's ready into the LLR's reader, for one
 #: cycle more on the way to the line (docs/link.md).
-TX_REGISTER = Param("1: a register between the LLR's replay buffer and the MAC (+1 cycle)",
-                    Flag())
+TX_REGISTER = Param("1: a register queue between the LLR's replay buffer and the MAC "
+                    "(+1 cycle)", Flag())
 
 #: An XGMII word of eight /I/ (what a line carries when nothing is sent or it is down).
 IDLE_WORD = (int.from_bytes(bytes([XgmiiControl.IDLE] * 8), "little"), 0xFF)
