@@ -210,8 +210,8 @@ def test_llr_link(tmp_path):
                test_dir=tmp_path)
 
 
-#: The scenarios run again with ``tx_register`` (a register stage between each end's replay
-#: buffer and its MAC, cleared when the LLR cuts a frame): errors, bursts and an outage, the
+#: The scenarios run again with ``tx_register`` (a register queue between each end's replay
+#: buffer and its MAC, emptied when the LLR cuts a frame): errors, bursts and an outage, the
 #: cases in which the LLR cuts frames on the wire.
 TX_REGISTER_TESTS = ["clean_line", "bit_errors", "error_bursts", "short_outage"]
 

@@ -113,7 +113,6 @@ def test_skid_buffer():
     assert len(got) > CYCLES // 8 and seen["same_cycle"] > 100 and seen["kept"] > 100, seen
 
 
-
 def test_two_entry_fifo_clear():
     """``TwoEntryFifo(clear=True)`` against a model of its contract: a queue of two, emptied at
     the end of a ``clear`` cycle, an entry written in it dropped too (the head may still

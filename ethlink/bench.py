@@ -257,7 +257,8 @@ def bench_link(synth=True, device="LFE5UM5G-85F", frames=300, fec=True, clock_mh
         "link_rx_frame_words": end["rx_frame_words"],
         "replay_reaction_cycles": end["replay_reaction_cycles"],
         "replay_reaction_cut_cycles": end["replay_reaction_cut_cycles"],
-        # The same with ``tx_register`` (a register between the replay buffer and the MAC).
+        # The same with ``tx_register`` (a register queue between the replay buffer and the
+        # MAC).
         "tx_register": {"link_tx_latency_cycles": registered["tx_latency_cycles"],
                         "replay_reaction_cycles": registered["replay_reaction_cycles"],
                         "replay_reaction_cut_cycles": registered["replay_reaction_cut_cycles"]},

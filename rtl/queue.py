@@ -177,4 +177,3 @@ class SkidBuffer(wiring.Component):
         with m.If(full & self.o.ready):
             m.d.sync += full.eq(0)
         return m
-
