@@ -95,8 +95,8 @@ class TwoEntryFifo(wiring.Component):
     With ``clear=True`` it has a ``clear`` input: the queue is emptied at the end of the cycle,
     and an entry written in that cycle is dropped with the others (an entry ``r_stream`` gives
     in that cycle still leaves). ``w_stream.ready`` does not look at ``clear``, so it still
-    comes from the queue's registers only: a producer that clears drops what it offers in the
-    same cycle itself.
+    comes from the queue's registers only: an entry offered in a ``clear`` cycle may be taken,
+    and is then dropped.
 
     Members
     -------
