@@ -139,12 +139,10 @@ class SwitchCore(wiring.Component):
         ]
         for i, buf in enumerate(buffers):
             row = alloc.match[n * i:n * (i + 1)]
-            m.d.comb += buf.grant.eq(row.any())
-            with m.Switch(row):
-                for j in range(n):
-                    with m.Case(1 << j):
-                        m.d.comb += buf.grant_egress.eq(j)
-                        m.d.sync += [out_busy[j].eq(1), out_src[j].eq(i)]
+            m.d.comb += buf.grant.eq(row)
+            for j in range(n):
+                with m.If(row[j]):
+                    m.d.sync += [out_busy[j].eq(1), out_src[j].eq(i)]
             # The last beat of a frame leaves the RAM: its egress is free from the next cycle.
             with m.If(buf.r_valid & buf.r_word.last):
                 with m.Switch(buf.r_egress):

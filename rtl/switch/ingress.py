@@ -1,6 +1,6 @@
 """Switch ingress: the forwarding decision of one port, taken on a frame's first beat."""
 
-from amaranth.hdl import Module, Signal, Cat, C
+from amaranth.hdl import Module, Signal, Cat, C, Mux
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -52,7 +52,9 @@ class SwitchIngress(wiring.Component):
     Tables: this port's copy of the route table (``dst`` → valid, egress port) and two copies
     of the partition table (read by ``dst`` and by ``src``), 4096 entries each in block RAM.
     Every ingress has its own copy, so all ports look up in the same cycle; ``table_*`` writes
-    all copies at once. A lookup in cycle *t* sees the writes of cycles before *t*.
+    all copies at once. A lookup in cycle *t* sees the writes of cycles before *t*. The
+    tables are read every cycle (no stall reaches their clock enables); stage 1 holds its
+    beat's lookup in flip-flops while it waits.
 
     Members
     -------
@@ -109,16 +111,23 @@ class SwitchIngress(wiring.Component):
                                                                        part_src))
 
         beat = self.i.payload
-        take = self.i.valid & self.i.ready
         oefh_in = OEFH.layout(lanes_to_value(beat.data[:8 * OEFH.octets], OEFH.octets))
-        lookup = take & beat.first
-        m.d.comb += [
-            route_r.addr.eq(oefh_in.dst), part_dst_r.addr.eq(oefh_in.dst),
-            part_src_r.addr.eq(oefh_in.src),
-            # The read ports hold their data between first beats: the decision stays valid
-            # while stage 1 waits.
-            route_r.en.eq(lookup), part_dst_r.en.eq(lookup), part_src_r.en.eq(lookup),
-        ]
+        m.d.comb += [route_r.addr.eq(oefh_in.dst), part_dst_r.addr.eq(oefh_in.dst),
+                     part_src_r.addr.eq(oefh_in.src)]
+        # The tables are read every cycle, at the beat on ``i``: no stall reaches the block
+        # RAMs' clock enables, which sit far from the logic that stalls. The cycle after stage
+        # 1 loads, their data are the lookup of its beat; while it waits, that lookup is held
+        # in flip-flops.
+        loaded = Signal()
+        m.d.sync += loaded.eq(self.i.ready)
+        lookup = []
+        for port in (route_r, part_dst_r, part_src_r):
+            held = Signal.like(port.data, name=f"{port.data.name}_held")
+            value = Signal.like(port.data, name=f"{port.data.name}_lookup")
+            m.d.comb += value.eq(Mux(loaded, port.data, held))
+            m.d.sync += held.eq(value)
+            lookup.append(value)
+        route, part_dst, part_src = lookup
 
         # --- stage 1: the beat and the lookup result: the decision --------------------------
         s1_valid = Signal()
@@ -137,8 +146,8 @@ class SwitchIngress(wiring.Component):
             "drop_malformed": s1.last | (oefh.ver != OEFH_VERSION) | ~valid_opcode
                               | (is_ls & (th.size == LsSize.RESERVED)),
             "drop_spoofed": self.src_check & (oefh.src != self.attached),
-            "drop_unroutable": ~route_r.data[port_bits],
-            "drop_partition": part_src_r.data != part_dst_r.data,
+            "drop_unroutable": ~route[port_bits],
+            "drop_partition": part_src != part_dst,
         }
         first_reason = Cat()
         earlier = C(0)
@@ -146,7 +155,7 @@ class SwitchIngress(wiring.Component):
             first_reason = Cat(first_reason, cond & ~earlier)
             earlier = earlier | cond
         vc_class = oefh.vc % self.vc_classes if self.vc_classes > 1 else C(0, 1)
-        egress_first = route_r.data[:port_bits]
+        egress_first = route[:port_bits]
         queue_first = C(0) if self.fifo else egress_first * self.vc_classes + vc_class
 
         # --- stage 2: the beat and its decision, registered; the write ---------------------

@@ -42,8 +42,8 @@ class VoqBuffer(wiring.Component):
     ``w_egress``).
 
     Read side (the crossbar): ``request[j]`` says the buffer is free and has a frame (or, in
-    cut-through, the first beats of one) for egress ``j``. ``grant`` with ``grant_egress``
-    connects it to that egress: it picks a VC class round robin among those with a frame for
+    cut-through, the first beats of one) for egress ``j``. ``grant[j]`` connects it to that
+    egress: it picks a VC class round robin among those with a frame for
     it and sends that frame's beats on ``r_*``, one per cycle while the beat is stored and
     ``egress_room`` allows, until the last beat (``r_valid & r_word.last``), which releases the
     connection. A frame is never interleaved with another.
@@ -53,7 +53,9 @@ class VoqBuffer(wiring.Component):
     w : In(VoqWriteSignature(radix, queues))
         Beats from the ingress, and the room of each queue.
     request : Out(radix)
-    grant : In(1); grant_egress : In(range(radix))
+        From a register.
+    grant : In(radix)
+        One-hot (or 0): the egress the allocator connects the buffer to in this cycle.
     busy : Out(1)
         Connected (from the cycle after ``grant`` to the cycle after the last beat).
     egress_room : In(radix)
@@ -65,6 +67,12 @@ class VoqBuffer(wiring.Component):
     cycle *g*, the first read is issued in *g + 1* and its beat is on ``r_*`` in *g + 2*.
     Throughput: one beat per cycle in and out at the same time; between two frames read by
     one buffer, 2 cycles without a read (release, then the next grant).
+
+    Everything the allocator and the ingress see comes from registers (``request``, ``room``),
+    and the RAM's ``last`` bit, which stops the reader, reaches only ``r_valid`` and ``busy``:
+    the queues' fill levels count a read the cycle after it is issued (from ``r_valid``), a
+    queue's head follows the reader's address while the reader is on that queue, and the
+    address moves on without waiting for ``last``.
     """
     def __init__(self, *, radix, vc_classes, voq_beats, fifo=False):
         self.radix = radix
@@ -77,7 +85,7 @@ class VoqBuffer(wiring.Component):
         super().__init__({
             "w": In(VoqWriteSignature(radix, self.queues)),
             "request": Out(radix),
-            "grant": In(1), "grant_egress": In(range(radix)),
+            "grant": In(radix),
             "busy": Out(1),
             "egress_room": In(radix),
             "r_valid": Out(1), "r_egress": Out(range(radix)), "r_word": Out(word),
@@ -99,6 +107,7 @@ class VoqBuffer(wiring.Component):
         # "Has a beat" and "has room" are registered, computed from the next fill level: they
         # feed the allocator and the ingress's stall logic, which must start from registers.
         nonempty = Signal(queues)
+        two = Signal(queues)          # at least two beats
         room = Signal(queues, init=(1 << queues) - 1)
         w = self.w
         m.d.comb += w.room.eq(room)
@@ -124,48 +133,63 @@ class VoqBuffer(wiring.Component):
         done = Signal()
         issue = Signal()
         has_beat = Signal()
+        # A read issued last cycle (``r_valid``) is not in the fill level yet (it counts a
+        # cycle late, see below): then the queue must hold two beats for one more read.
         with m.Switch(cur_queue):
             for q in range(queues):
                 with m.Case(q):
-                    m.d.comb += has_beat.eq(nonempty[q])
+                    m.d.comb += has_beat.eq(Mux(rd_valid, two[q], nonempty[q]))
         room_here = Signal()
         with m.Switch(self.r_egress):
             for j in range(radix):
                 with m.Case(j):
                     m.d.comb += room_here.eq(self.egress_room[j])
+        # The reader reads ahead of the RAM's ``last`` bit: in the cycle a frame's last beat
+        # comes out (``done``) it may read the next word too, but that read is not issued
+        # (no ``r_valid``, not counted), and the address it moved on to is not used again:
+        # the queue's head took the reader's address the cycle before (below), and the next
+        # grant starts from the head. So ``last`` reaches only ``r_valid`` and ``busy``.
+        reading = Signal()
         m.d.comb += [
             self.r_word.eq(rport.data),
             done.eq(rd_valid & self.r_word.last),
+            reading.eq(busy & has_beat & room_here),
             # Stop at a frame's end: the beat after it belongs to the next frame.
-            issue.eq(busy & ~done & has_beat & room_here),
+            issue.eq(reading & ~done),
             rport.addr.eq(Cat(cur_head, cur_queue) if queue_bits else cur_head),
         ]
         m.d.sync += rd_valid.eq(issue)
-        with m.If(issue):
+        with m.If(reading):
             m.d.sync += cur_head.eq(cur_head + 1)
         with m.If(done):
             m.d.sync += busy.eq(0)
+        # The queue's head follows the reader's address while the reader is on it: in the cycle
+        # of ``done`` the address is one past the frame's last beat, the next frame's first,
+        # and that is what the head holds when ``busy`` falls (nobody else reads it meanwhile).
+        with m.If(busy):
             with m.Switch(cur_queue):
                 for q in range(queues):
                     with m.Case(q):
                         m.d.sync += heads[q].eq(cur_head)
 
+        # The next "has a beat" of each queue (the register ``nonempty`` loads it).
+        filled = Signal(queues)
         for q in range(queues):
             write_here = w.en & (w_queue == q)
-            read_here = issue & (cur_queue == q)
+            # A read counts the cycle after it was issued, from a register: ``issue`` waits
+            # for the RAM's ``last`` bit, which then stops at the reader's own state.
+            read_here = rd_valid & (cur_queue == q)
             with m.If(write_here):
                 m.d.sync += tails[q].eq(tails[q] + 1)
-            # The next level with and without a read, and their flags, are formed before the
-            # read is known: ``issue`` waits for the RAM's ``last`` bit, so it only selects.
-            kept = Signal(range(cap + 1), name=f"level{q}_kept")
-            taken = Signal(range(cap + 1), name=f"level{q}_taken")
-            m.d.comb += [kept.eq(counts[q] + write_here), taken.eq(kept - 1)]
-            with m.If(read_here):
-                m.d.sync += [counts[q].eq(taken), nonempty[q].eq(taken != 0),
-                             room[q].eq(taken != cap)]
-            with m.Else():
-                m.d.sync += [counts[q].eq(kept), nonempty[q].eq(kept != 0),
-                             room[q].eq(kept != cap)]
+            level = Signal(range(cap + 1), name=f"level{q}_next")
+            m.d.comb += [
+                level.eq(counts[q] + write_here - read_here),
+                # ``level != 0`` without the adder (it feeds the requests): a read leaves a
+                # beat behind only if there were two.
+                filled[q].eq(write_here | two[q] | nonempty[q] & ~read_here),
+            ]
+            m.d.sync += [counts[q].eq(level), nonempty[q].eq(filled[q]),
+                         two[q].eq(level > 1), room[q].eq(level != cap)]
 
         # --- requests and grant -----------------------------------------------------------
         if self.fifo:
@@ -181,18 +205,23 @@ class VoqBuffer(wiring.Component):
             head_egress = frames.r_stream.payload
             m.d.comb += self.request.eq(Cat(*(
                 ~busy & frames.r_stream.valid & (head_egress == j) for j in range(radix))))
-            with m.If(self.grant):
+            with m.If(self.grant.any()):
                 m.d.sync += [busy.eq(1), cur_queue.eq(0), cur_head.eq(heads[0]),
-                             self.r_egress.eq(self.grant_egress)]
+                             self.r_egress.eq(one_hot_index(self.grant))]
         else:
-            m.d.comb += self.request.eq(Cat(*(
-                ~busy & nonempty[j * classes:(j + 1) * classes].any() for j in range(radix))))
+            # Which egresses have a frame, a register loaded from the queues' next state: the
+            # allocator starts from flip-flops, not from an OR over the classes. ``request``
+            # is the same, cycle for cycle, as ``~busy`` and the OR of ``nonempty``.
+            has_frame = Signal(radix)
+            m.d.sync += has_frame.eq(Cat(*(filled[j * classes:(j + 1) * classes].any()
+                                           for j in range(radix))))
+            m.d.comb += self.request.eq(has_frame & ~busy.replicate(radix))
             class_ptr = Signal(range(classes))
-            with m.If(self.grant):
-                m.d.sync += [busy.eq(1), self.r_egress.eq(self.grant_egress)]
-                with m.Switch(self.grant_egress):
+            with m.If(self.grant.any()):
+                m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(self.grant))]
+                with m.Switch(self.grant):
                     for j in range(radix):
-                        with m.Case(j):
+                        with m.Case(1 << j):
                             ready = nonempty[j * classes:(j + 1) * classes]
                             if classes > 1:
                                 pick = one_hot_index(round_robin(m, ready, class_ptr,
