@@ -147,8 +147,9 @@ class VoqBuffer(wiring.Component):
         # The reader reads ahead of the RAM's ``last`` bit: in the cycle a frame's last beat
         # comes out (``done``) it may read the next word too, but that read is not issued
         # (no ``r_valid``, not counted), and the address it moved on to is not used again:
-        # the queue's head took the reader's address the cycle before (below), and the next
-        # grant starts from the head. So ``last`` reaches only ``r_valid`` and ``busy``.
+        # in that same cycle the queue's head takes the reader's address from before the move
+        # (below), and the next grant starts from the head. So ``last`` reaches only
+        # ``r_valid`` and ``busy``.
         reading = Signal()
         m.d.comb += [
             self.r_word.eq(rport.data),
