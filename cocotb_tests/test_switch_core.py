@@ -217,7 +217,8 @@ async def route_changes_under_traffic(dut):
 
 @pytest.mark.parametrize("params", [
     {},                                                       # radix 8, 2 classes, 1 iteration
-    {"radix": 4, "vc_classes": 1, "iterations": 2, "voq_beats": 32},
+    # Small queues and the smallest egress FIFO, which the hot spot fills.
+    {"radix": 4, "vc_classes": 1, "iterations": 2, "voq_beats": 32, "egress_beats": 4},
     {"radix": 4, "fifo": 1},                                  # the baseline is a switch too
 ], ids=["default", "r4-c1-i2-small", "fifo"])
 def test_switch_core(params, tmp_path):

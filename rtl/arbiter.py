@@ -2,13 +2,14 @@
 and a packet arbiter that merges frame streams whole.
 """
 
-from amaranth.hdl import Module, Signal, Const, Cat, Mux
+from amaranth.hdl import Module, Signal, Const, Cat, Mux, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .stream import PacketStream, VerdictPacketStream
 
-__all__ = ["round_robin", "lowest_set", "one_hot_index", "wrap_next", "PacketArbiter"]
+__all__ = ["round_robin", "lowest_set", "one_hot_index", "one_hot_select", "wrap_next",
+           "PacketArbiter"]
 
 
 def round_robin(m, requests, pointer, name):
@@ -48,6 +49,18 @@ def one_hot_index(one_hot):
     for i, bit in enumerate(one_hot):
         index = index | Cat(*(bit & ((i >> k) & 1) for k in range(width)))
     return index
+
+
+def one_hot_select(one_hot, values):
+    """``values[k]`` for the set bit *k* of ``one_hot`` (0 when none is set; combinational): an
+    AND-OR, for a selector known to have at most one bit set (a ``Switch`` over its one-hot
+    cases would compare every bit of it with each case first)."""
+    values = [Value.cast(value) for value in values]
+    width = max(len(value) for value in values)
+    result = Const(0, width)
+    for bit, value in zip(one_hot, values):
+        result = result | (value & bit.replicate(width))
+    return result
 
 
 def wrap_next(index, n):

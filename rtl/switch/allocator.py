@@ -40,8 +40,10 @@ class IslipAllocator(wiring.Component):
         ``match[radix * i + j]``: input ``i`` is connected to output ``j`` (combinational; at
         most one bit per input and per output). The caller registers it.
 
-    The pointers advance in the cycle of the match. Latency: combinational (the core registers
-    the match, so a request seen in cycle *t* starts reading in cycle *t + 1*).
+    The pointers advance in the cycle after the match, from a register of it; the caller must
+    therefore keep a matched input's requests and a matched output's ``out_free`` low in that
+    cycle (the switch core does: both are busy from then on). Latency: combinational (the core
+    registers the match, so a request seen in cycle *t* starts reading in cycle *t + 1*).
     """
     def __init__(self, radix, iterations=1):
         self.radix = check_int_range("radix", radix, 2, 16)
@@ -88,14 +90,21 @@ class IslipAllocator(wiring.Component):
             out_matched = out_matched | Cat(*(
                 Cat(*(accepts[i][j] for i in range(n))).any() for j in range(n)))
             if it == 0:
+                # The pointers move a cycle after the match, from a register of it: an input
+                # and an output matched in cycle t are busy in t + 1 (the caller masks their
+                # requests and ``out_free``), so their pointers are not used in t + 1 and iSLIP
+                # decides exactly as with pointers moved at once; the match's index arithmetic
+                # is then not at the end of the allocator's path.
+                first = Signal(n * n, name="first_match")
+                m.d.sync += first.eq(Cat(*accepts))
                 for i in range(n):
-                    with m.If(accepts[i].any()):
-                        j = one_hot_index(accepts[i])
-                        m.d.sync += accept_ptr[i].eq(wrap_next(j, n))
+                    row = first[n * i:n * (i + 1)]
+                    with m.If(row.any()):
+                        m.d.sync += accept_ptr[i].eq(wrap_next(one_hot_index(row), n))
                 for j in range(n):
-                    accepted = Cat(*(accepts[i][j] for i in range(n)))
-                    with m.If(accepted.any()):
-                        m.d.sync += grant_ptr[j].eq(wrap_next(one_hot_index(accepted), n))
+                    column = Cat(*(first[n * i + j] for i in range(n)))
+                    with m.If(column.any()):
+                        m.d.sync += grant_ptr[j].eq(wrap_next(one_hot_index(column), n))
 
         total = matches[0]
         for extra in matches[1:]:

@@ -14,6 +14,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..arbiter import one_hot_index
 from ..buffer import CountedWordLayout
 from ..counters import CounterBank, Counters, counter_values
 from ..params import Flag, IntRange, Param, parameters
@@ -137,12 +138,14 @@ class SwitchCore(wiring.Component):
             alloc.urgent.eq(urgent),
             alloc.out_free.eq(~out_busy),
         ]
+        for j in range(n):
+            # At most one input is matched with an output: its index from an OR per bit, not
+            # from a chain of priority multiplexers.
+            column = Cat(*(alloc.match[n * i + j] for i in range(n)))
+            with m.If(column.any()):
+                m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(column))]
         for i, buf in enumerate(buffers):
-            row = alloc.match[n * i:n * (i + 1)]
-            m.d.comb += buf.grant.eq(row)
-            for j in range(n):
-                with m.If(row[j]):
-                    m.d.sync += [out_busy[j].eq(1), out_src[j].eq(i)]
+            m.d.comb += buf.grant.eq(alloc.match[n * i:n * (i + 1)])
             # The last beat of a frame leaves the RAM: its egress is free from the next cycle.
             with m.If(buf.r_valid & buf.r_word.last):
                 with m.Switch(buf.r_egress):
@@ -212,8 +215,11 @@ class SwitchEgress(wiring.Component):
         Beats read from the VOQ RAM for this output. They are never refused: the allocator
         reads a beat only when ``room`` says it fits, so ``i.ready`` is not driven.
     room : Out(1)
-        The FIFO has room for one more beat besides the one on ``i`` now: a read issued this
-        cycle is written two cycles later, and one may be in flight.
+        From a register: the FIFO has room for a beat read now besides the one that may be on
+        ``i`` (a read issued in cycle *t* is on ``i`` in *t + 1* and in the FIFO from *t + 2*).
+        The register is loaded from the FIFO's next fill level with a beat on ``i`` assumed,
+        so the path from the crossbar's source register ends here and not in the readers;
+        the price is one beat of the FIFO's depth, and only while it is that full.
     o : Out(PacketStream(8))
         The frames, ``keep`` from the beat's octet count, ``first`` after every ``last``.
     count : Out(Counters)
@@ -228,7 +234,7 @@ class SwitchEgress(wiring.Component):
         self.beats = beats
         super().__init__({
             "i": In(stream.Signature(CountedWordLayout())),
-            "room": Out(1),
+            "room": Out(1, init=1),
             "o": Out(PacketStream(MAC_BEAT_OCTETS)),
             "count": Out(Counters(self.COUNTERS)),
         })
@@ -241,8 +247,13 @@ class SwitchEgress(wiring.Component):
         m.d.comb += [
             write.valid.eq(self.i.valid),
             write.payload.eq(self.i.payload),
-            self.room.eq(fifo.level + write.valid < self.beats),
         ]
+        # The fill level of the next cycle, ``i`` never refused (``room`` guarantees it); in
+        # that cycle a beat may be on ``i`` (a read issued now), and a read then needs a slot
+        # more: room while the level is below ``beats - 1``.
+        level_next = Signal(range(self.beats + 1))
+        m.d.comb += level_next.eq(fifo.level + write.valid - (read.valid & read.ready))
+        m.d.sync += self.room.eq(level_next < self.beats - 1)
         head = word(read.payload)
         in_frame = Signal()
         out = self.o

@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..arbiter import round_robin, one_hot_index
+from ..arbiter import round_robin, one_hot_index, one_hot_select
 from ..buffer import CountedWordLayout
 from ..params import OneOf, Param, PowerOfTwo
 
@@ -217,24 +217,41 @@ class VoqBuffer(wiring.Component):
             m.d.sync += has_frame.eq(Cat(*(filled[j * classes:(j + 1) * classes].any()
                                            for j in range(radix))))
             m.d.comb += self.request.eq(has_frame & ~busy.replicate(radix))
-            class_ptr = Signal(range(classes))
-            with m.If(self.grant.any()):
-                m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(self.grant))]
-                with m.Switch(self.grant):
-                    for j in range(radix):
-                        with m.Case(1 << j):
-                            ready = nonempty[j * classes:(j + 1) * classes]
-                            if classes > 1:
-                                pick = one_hot_index(round_robin(m, ready, class_ptr,
-                                                                 f"class_e{j}"))
-                                m.d.sync += class_ptr.eq(Mux(pick == classes - 1, 0,
-                                                             pick + 1))
-                                queue = j * classes + pick
-                                m.d.sync += cur_queue.eq(queue)
-                                with m.Switch(queue):
-                                    for q in range(j * classes, (j + 1) * classes):
-                                        with m.Case(q):
-                                            m.d.sync += cur_head.eq(heads[q])
-                            else:
-                                m.d.sync += [cur_queue.eq(j), cur_head.eq(heads[j])]
+            grant = self.grant
+            if classes == 1:
+                with m.If(grant.any()):
+                    m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(grant)),
+                                 cur_queue.eq(one_hot_index(grant)),
+                                 cur_head.eq(one_hot_select(grant, heads))]
+            else:
+                # The queue a grant for egress ``j`` would start (a VC class round robin among
+                # those with a beat) and its head, prepared a cycle ahead in registers for
+                # every egress, so that the grant only chooses among them and no round robin or
+                # wide head multiplexer stands between the allocator and the read address.
+                # They are formed from the next state (``filled``, the heads as they will be),
+                # so they are what the same logic would give from the registers at the grant;
+                # the class pointer is the current one: it moves only at a grant, and the
+                # buffer is busy in the cycle after a grant, so it never moves in the cycle
+                # before one.
+                class_ptr = Signal(range(classes))
+                heads_next = [Mux(busy & (cur_queue == q), cur_head, heads[q])
+                              for q in range(queues)]
+                picks = [Signal(range(classes), name=f"pick_e{j}") for j in range(radix)]
+                pick_heads = [Signal(offset_bits, name=f"pick_head_e{j}") for j in range(radix)]
+                for j in range(radix):
+                    ready = filled[j * classes:(j + 1) * classes]
+                    pick = one_hot_index(round_robin(m, ready, class_ptr, f"class_e{j}"))
+                    m.d.sync += picks[j].eq(pick)
+                    with m.Switch(pick):
+                        for c in range(classes):
+                            with m.Case(c):
+                                m.d.sync += pick_heads[j].eq(heads_next[j * classes + c])
+                # ``classes`` is a power of two: queue j * classes + pick is Cat(pick, j), and
+                # the class pointer wraps by truncation.
+                pick = one_hot_select(grant, picks)
+                with m.If(grant.any()):
+                    m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(grant)),
+                                 cur_queue.eq(Cat(pick, one_hot_index(grant))),
+                                 cur_head.eq(one_hot_select(grant, pick_heads)),
+                                 class_ptr.eq(pick + 1)]
         return m
