@@ -375,12 +375,16 @@ class CbfcTx(wiring.Component):
                              inp.ready.eq(self.o.ready)]
                 with m.If(too_long):
                     m.d.comb += [self.o.payload.last.eq(1), self.o.payload.keep.eq(cut_keep)]
-                with m.If(self.o.valid & self.o.ready):
+                # ``self.o.valid`` is ``inp.valid`` here: the beat's own handshake moves the
+                # frame's registers, not the output multiplexer's (it was on cbfc_end's path).
+                with m.If(inp.valid & self.o.ready):
                     rest = Signal(body_bits, name=f"rest{v}")
                     m.d.comb += rest.eq(Mux(starting, bodies[v], left) - octets)
                     m.d.sync += [left.eq(rest), near.eq(clamped(rest))]
                     with m.If(too_long & ~beat.last):
                         m.d.sync += discard[v].eq(1)
+                    with m.If(beat.last | too_long):
+                        m.d.sync += busy.eq(0)
                     m.d.comb += malformed[v].eq(too_long | too_short)
             with m.Elif(~eligible[v]):
                 wiring.connect(m, wiring.flipped(inp), queue.i)
@@ -389,9 +393,9 @@ class CbfcTx(wiring.Component):
             with m.If(busy & ~direct & (cur == v)):
                 m.d.comb += [self.o.valid.eq(queue.o.valid), self.o.payload.eq(queue.o.payload),
                              queue.o.ready.eq(self.o.ready)]
+                with m.If(queue.o.valid & self.o.ready & queue.o.payload.last):
+                    m.d.sync += busy.eq(0)
             counters.frames_sent[v].increment(m, grant & (pick == v))
-        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
-            m.d.sync += busy.eq(0)
         if self._resteer:
             # After the output mux: diverting takes over the queues' ``o.ready``.
             m.d.comb += halted.eq(self._purge(m, queues, busy, counters.frames_diverted))
