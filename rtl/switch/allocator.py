@@ -12,7 +12,7 @@ from amaranth.hdl import Module, Signal, Const, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arbiter import round_robin, one_hot_index, wrap_next
+from ..arbiter import column, round_robin, one_hot_index, wrap_next
 from ..params import IntRange, Param, check_int_range
 
 __all__ = ["IslipAllocator", "MAX_ITERATIONS", "ITERATIONS"]
@@ -68,9 +68,9 @@ class IslipAllocator(wiring.Component):
             # Grant: output j picks among the unmatched inputs that request it.
             grants = []   # grants[j]: one-hot over inputs
             for j in range(n):
-                wanting = Cat(*(self.request[n * i + j] for i in range(n))) & ~in_matched
+                wanting = column(self.request, n, j) & ~in_matched
                 wanting = wanting & ~out_matched[j].replicate(n)
-                urgent = wanting & Cat(*(self.urgent[n * i + j] for i in range(n)))
+                urgent = wanting & column(self.urgent, n, j)
                 # The round robin among the urgent requests and among all of them side by side,
                 # one chosen last: the choice of set is not in front of the priority logic.
                 grant = Signal(n, name=f"it{it}_out{j}_grant")
@@ -102,9 +102,9 @@ class IslipAllocator(wiring.Component):
                     with m.If(row.any()):
                         m.d.sync += accept_ptr[i].eq(wrap_next(one_hot_index(row), n))
                 for j in range(n):
-                    column = Cat(*(first[n * i + j] for i in range(n)))
-                    with m.If(column.any()):
-                        m.d.sync += grant_ptr[j].eq(wrap_next(one_hot_index(column), n))
+                    matched = column(first, n, j)
+                    with m.If(matched.any()):
+                        m.d.sync += grant_ptr[j].eq(wrap_next(one_hot_index(matched), n))
 
         total = matches[0]
         for extra in matches[1:]:

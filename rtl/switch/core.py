@@ -14,7 +14,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from ..arbiter import one_hot_index
+from ..arbiter import column, one_hot_index
 from ..buffer import CountedWordLayout
 from ..counters import CounterBank, Counters, counter_values
 from ..params import Flag, IntRange, Param, parameters
@@ -141,9 +141,9 @@ class SwitchCore(wiring.Component):
         for j in range(n):
             # At most one input is matched with an output: its index from an OR per bit, not
             # from a chain of priority multiplexers.
-            column = Cat(*(alloc.match[n * i + j] for i in range(n)))
-            with m.If(column.any()):
-                m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(column))]
+            matched = column(alloc.match, n, j)
+            with m.If(matched.any()):
+                m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(matched))]
         for i, buf in enumerate(buffers):
             m.d.comb += buf.grant.eq(alloc.match[n * i:n * (i + 1)])
             # The last beat of a frame leaves the RAM: its egress is free from the next cycle.

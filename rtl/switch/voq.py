@@ -193,6 +193,12 @@ class VoqBuffer(wiring.Component):
                          two[q].eq(level > 1), room[q].eq(level != cap)]
 
         # --- requests and grant -----------------------------------------------------------
+        def start(queue, head, *more):
+            # A grant starts the reader on ``queue`` at ``head`` for the granted egress.
+            with m.If(self.grant.any()):
+                m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(self.grant)),
+                             cur_queue.eq(queue), cur_head.eq(head), *more]
+
         if self.fifo:
             # Each frame's egress, in order: the head frame alone may request (HOL blocking).
             # Frames the switch forwards have at least 2 beats, so cap / 2 entries suffice.
@@ -206,9 +212,7 @@ class VoqBuffer(wiring.Component):
             head_egress = frames.r_stream.payload
             m.d.comb += self.request.eq(Cat(*(
                 ~busy & frames.r_stream.valid & (head_egress == j) for j in range(radix))))
-            with m.If(self.grant.any()):
-                m.d.sync += [busy.eq(1), cur_queue.eq(0), cur_head.eq(heads[0]),
-                             self.r_egress.eq(one_hot_index(self.grant))]
+            start(0, heads[0])
         else:
             # Which egresses have a frame, a register loaded from the queues' next state: the
             # allocator starts from flip-flops, not from an OR over the classes. ``request``
@@ -219,10 +223,7 @@ class VoqBuffer(wiring.Component):
             m.d.comb += self.request.eq(has_frame & ~busy.replicate(radix))
             grant = self.grant
             if classes == 1:
-                with m.If(grant.any()):
-                    m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(grant)),
-                                 cur_queue.eq(one_hot_index(grant)),
-                                 cur_head.eq(one_hot_select(grant, heads))]
+                start(one_hot_index(grant), one_hot_select(grant, heads))
             else:
                 # The queue a grant for egress ``j`` would start (a VC class round robin among
                 # those with a beat) and its head, prepared a cycle ahead in registers for
@@ -249,9 +250,6 @@ class VoqBuffer(wiring.Component):
                 # ``classes`` is a power of two: queue j * classes + pick is Cat(pick, j), and
                 # the class pointer wraps by truncation.
                 pick = one_hot_select(grant, picks)
-                with m.If(grant.any()):
-                    m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(grant)),
-                                 cur_queue.eq(Cat(pick, one_hot_index(grant))),
-                                 cur_head.eq(one_hot_select(grant, pick_heads)),
-                                 class_ptr.eq(pick + 1)]
+                start(Cat(pick, one_hot_index(grant)), one_hot_select(grant, pick_heads),
+                      class_ptr.eq(pick + 1))
         return m
