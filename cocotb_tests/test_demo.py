@@ -51,6 +51,7 @@ def test_demo_command_writes_json(tmp_path, cli, monkeypatch):
     assert code == 0
     assert "oefh_parser" in out and "end to end" in out and "replays" in out
     assert "nic_pair" in out and "request -> cpl" in out and "RDMA" in out
+    assert "at the NIC's measured Fmax" in out
     report = json.loads(target.read_text())
     assert report["frames"] == 50 and report["mismatches"] == 0
 
