@@ -1122,15 +1122,26 @@ def verilog_digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _rows_by_build(rows):
+    """``{(export, params as JSON): row}`` of ``bench timing`` rows (params are a dict)."""
+    return {(row["export"], json.dumps(row["params"], sort_keys=True)): row for row in rows}
+
+
+def _build_keys():
+    """The keys of :func:`_rows_by_build` for every build of :func:`timing_builds`, in order,
+    with the build they stand for."""
+    return [((name, json.dumps(params, sort_keys=True)), (name, params))
+            for name, params in timing_builds()]
+
+
 def stale_builds(report):
     """The builds of :func:`timing_builds` whose row in ``report`` is missing or was built
     from other Verilog than the current design's (elaborates every export: a minute or two)."""
     from .exports import generate_verilog
-    rows = {(row["export"], json.dumps(row["params"], sort_keys=True)): row
-            for row in report["rows"]}
+    rows = _rows_by_build(report["rows"])
     stale = []
-    for name, params in timing_builds():
-        row = rows.get((name, json.dumps(params, sort_keys=True)))
+    for key, (name, params) in _build_keys():
+        row = rows.get(key)
         if row is None or row.get("verilog_sha256") != verilog_digest(
                 generate_verilog(name, params)):
             stale.append((name, params))
@@ -1140,12 +1151,8 @@ def stale_builds(report):
 def merge_timing(old, new):
     """``old`` (a ``bench timing`` result) with the rows ``new`` rebuilt put in their place,
     in :func:`timing_builds` order; rows of builds the bench no longer makes are left out."""
-    def key(row):
-        return row["export"], json.dumps(row["params"], sort_keys=True)
-    rows = {key(row): row for row in old["rows"]}
-    rows.update({key(row): row for row in new["rows"]})
-    order = [key({"export": name, "params": params}) for name, params in timing_builds()]
-    return {**new, "rows": [rows[k] for k in order if k in rows]}
+    rows = {**_rows_by_build(old["rows"]), **_rows_by_build(new["rows"])}
+    return {**new, "rows": [rows[key] for key, _ in _build_keys() if key in rows]}
 
 
 def timing_markdown(result):
