@@ -131,21 +131,29 @@ class SwitchCore(wiring.Component):
         urgent = Signal(n * n)
         m.d.sync += urgent.eq(Cat(*(Cat(*(ing.blocked & (ing.w.egress == j) for j in range(n)))
                                     for ing in ingresses)))
+        # The match, registered: the allocator's path ends in this register, and the buffers
+        # and outputs act on it in the next cycle (a buffer issues its first read then, from
+        # registers prepared for it), so the register costs no cycle of latency. In that cycle
+        # the matched pair is busy: the buffer's ``request`` falls with its ``grant``, the
+        # output's ``out_free`` with the register's column.
+        connect = Signal(n * n)
+        m.d.sync += connect.eq(alloc.match)
         out_busy = Signal(n)
         out_src = [Signal(range(n), name=f"out_src{j}") for j in range(n)]
         m.d.comb += [
             alloc.request.eq(Cat(*(buf.request for buf in buffers))),
             alloc.urgent.eq(urgent),
-            alloc.out_free.eq(~out_busy),
+            alloc.out_free.eq(~out_busy & ~Cat(*(column(connect, n, j).any()
+                                                  for j in range(n)))),
         ]
         for j in range(n):
             # At most one input is matched with an output: its index from an OR per bit, not
             # from a chain of priority multiplexers.
-            matched = column(alloc.match, n, j)
+            matched = column(connect, n, j)
             with m.If(matched.any()):
                 m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(matched))]
         for i, buf in enumerate(buffers):
-            m.d.comb += buf.grant.eq(alloc.match[n * i:n * (i + 1)])
+            m.d.comb += buf.grant.eq(connect[n * i:n * (i + 1)])
             # The last beat of a frame leaves the RAM: its egress is free from the next cycle.
             with m.If(buf.r_valid & buf.r_word.last):
                 with m.Switch(buf.r_egress):

@@ -55,20 +55,24 @@ class VoqBuffer(wiring.Component):
     request : Out(radix)
         From a register.
     grant : In(radix)
-        One-hot (or 0): the egress the allocator connects the buffer to in this cycle.
+        One-hot (or 0), from a register: the egress the allocator matched the buffer with in
+        the cycle before (the core registers the match). The buffer is connected from this
+        cycle on and issues the frame's first read in it.
     busy : Out(1)
-        Connected (from the cycle after ``grant`` to the cycle after the last beat).
+        Connected (from the cycle of ``grant`` to the cycle after the last beat).
     egress_room : In(radix)
         The egress can take a beat read now (it lands there two cycles later).
     r_valid : Out(1); r_egress : Out(range(radix)); r_word : Out(CountedWordLayout())
         A beat read from the RAM, for egress ``r_egress``.
 
-    Latency: a beat written in cycle *t* counts in ``request`` in *t + 1*; after ``grant`` in
-    cycle *g*, the first read is issued in *g + 1* and its beat is on ``r_*`` in *g + 2*.
+    Latency: a beat written in cycle *t* counts in ``request`` in *t + 1*; with ``grant`` in
+    cycle *g* (the match of *g - 1*), the first read is issued in *g* and its beat is on
+    ``r_*`` in *g + 1*.
     Throughput: one beat per cycle in and out at the same time; between two frames read by
     one buffer, 2 cycles without a read (release, then the next grant).
 
-    Everything the allocator and the ingress see comes from registers (``request``, ``room``),
+    Everything the allocator and the ingress see comes from registers (``request``, ``room``;
+    ``request`` masked by the registered ``grant``),
     and the RAM's ``last`` bit, which stops the reader, reaches only ``r_valid`` and ``busy``:
     the queues' fill levels count a read the cycle after it is issued (from ``r_valid``), a
     queue's head follows the reader's address while the reader is on that queue, and the
@@ -126,9 +130,16 @@ class VoqBuffer(wiring.Component):
         ]
 
         # --- reader -----------------------------------------------------------------------
-        busy = self.busy
+        # ``held``: connected since a grant of an earlier cycle; in the grant's own cycle the
+        # reader starts from the queue and head the grant chooses (``start_*``, below), after
+        # it from its registers.
+        held = Signal()
+        granted = self.grant.any()
+        m.d.comb += self.busy.eq(held | granted)
         cur_queue = Signal(range(max(2, queues)))
         cur_head = Signal(offset_bits)
+        start_queue = Signal(range(max(2, queues)))
+        start_head = Signal(offset_bits)
         rd_valid = self.r_valid
         done = Signal()
         issue = Signal()
@@ -150,24 +161,34 @@ class VoqBuffer(wiring.Component):
         # in that same cycle the queue's head takes the reader's address from before the move
         # (below), and the next grant starts from the head. So ``last`` reaches only
         # ``r_valid`` and ``busy``.
+        # In a grant's cycle the started queue has a beat: the allocator matched a request
+        # for the egress, so a queue of it had a beat, the pick is among those that have one,
+        # and an idle buffer reads nothing (``r_valid`` is low then too). Only the egress's
+        # room decides that first read, so the grant does not pass the queue multiplexers.
         reading = Signal()
         m.d.comb += [
             self.r_word.eq(rport.data),
             done.eq(rd_valid & self.r_word.last),
-            reading.eq(busy & has_beat & room_here),
+            reading.eq(Mux(granted, (self.grant & self.egress_room).any(),
+                           held & has_beat & room_here)),
             # Stop at a frame's end: the beat after it belongs to the next frame.
             issue.eq(reading & ~done),
-            rport.addr.eq(Cat(cur_head, cur_queue) if queue_bits else cur_head),
         ]
+        head = Mux(granted, start_head, cur_head)
+        queue = Mux(granted, start_queue, cur_queue)
+        m.d.comb += rport.addr.eq(Cat(head, queue) if queue_bits else head)
         m.d.sync += rd_valid.eq(issue)
-        with m.If(reading):
+        with m.If(granted):
+            m.d.sync += [held.eq(1), self.r_egress.eq(one_hot_index(self.grant)),
+                         cur_queue.eq(start_queue), cur_head.eq(start_head + reading)]
+        with m.Elif(reading):
             m.d.sync += cur_head.eq(cur_head + 1)
         with m.If(done):
-            m.d.sync += busy.eq(0)
+            m.d.sync += held.eq(0)
         # The queue's head follows the reader's address while the reader is on it: in the cycle
         # of ``done`` the address is one past the frame's last beat, the next frame's first,
-        # and that is what the head holds when ``busy`` falls (nobody else reads it meanwhile).
-        with m.If(busy):
+        # and that is what the head holds when ``held`` falls (nobody else reads it meanwhile).
+        with m.If(held):
             with m.Switch(cur_queue):
                 for q in range(queues):
                     with m.Case(q):
@@ -193,12 +214,8 @@ class VoqBuffer(wiring.Component):
                          two[q].eq(level > 1), room[q].eq(level != cap)]
 
         # --- requests and grant -----------------------------------------------------------
-        def start(queue, head, *more):
-            # A grant starts the reader on ``queue`` at ``head`` for the granted egress.
-            with m.If(self.grant.any()):
-                m.d.sync += [busy.eq(1), self.r_egress.eq(one_hot_index(self.grant)),
-                             cur_queue.eq(queue), cur_head.eq(head), *more]
-
+        busy = self.busy
+        grant = self.grant
         if self.fifo:
             # Each frame's egress, in order: the head frame alone may request (HOL blocking).
             # Frames the switch forwards have at least 2 beats, so cap / 2 entries suffice.
@@ -210,9 +227,11 @@ class VoqBuffer(wiring.Component):
                 frames.r_stream.ready.eq(done),
             ]
             head_egress = frames.r_stream.payload
-            m.d.comb += self.request.eq(Cat(*(
-                ~busy & frames.r_stream.valid & (head_egress == j) for j in range(radix))))
-            start(0, heads[0])
+            m.d.comb += [
+                self.request.eq(Cat(*(~busy & frames.r_stream.valid & (head_egress == j)
+                                      for j in range(radix)))),
+                start_queue.eq(0), start_head.eq(heads[0]),
+            ]
         else:
             # Which egresses have a frame, a register loaded from the queues' next state: the
             # allocator starts from flip-flops, not from an OR over the classes. ``request``
@@ -221,21 +240,21 @@ class VoqBuffer(wiring.Component):
             m.d.sync += has_frame.eq(Cat(*(filled[j * classes:(j + 1) * classes].any()
                                            for j in range(radix))))
             m.d.comb += self.request.eq(has_frame & ~busy.replicate(radix))
-            grant = self.grant
             if classes == 1:
-                start(one_hot_index(grant), one_hot_select(grant, heads))
+                m.d.comb += [start_queue.eq(one_hot_index(grant)),
+                             start_head.eq(one_hot_select(grant, heads))]
             else:
                 # The queue a grant for egress ``j`` would start (a VC class round robin among
                 # those with a beat) and its head, prepared a cycle ahead in registers for
                 # every egress, so that the grant only chooses among them and no round robin or
-                # wide head multiplexer stands between the allocator and the read address.
+                # wide head multiplexer stands between the grant and the read address.
                 # They are formed from the next state (``filled``, the heads as they will be),
                 # so they are what the same logic would give from the registers at the grant;
                 # the class pointer is the current one: it moves only at a grant, and the
-                # buffer is busy in the cycle after a grant, so it never moves in the cycle
-                # before one.
+                # buffer is busy from a grant's cycle, so it never moves in the cycle before
+                # one.
                 class_ptr = Signal(range(classes))
-                heads_next = [Mux(busy & (cur_queue == q), cur_head, heads[q])
+                heads_next = [Mux(held & (cur_queue == q), cur_head, heads[q])
                               for q in range(queues)]
                 picks = [Signal(range(classes), name=f"pick_e{j}") for j in range(radix)]
                 pick_heads = [Signal(offset_bits, name=f"pick_head_e{j}") for j in range(radix)]
@@ -250,6 +269,8 @@ class VoqBuffer(wiring.Component):
                 # ``classes`` is a power of two: queue j * classes + pick is Cat(pick, j), and
                 # the class pointer wraps by truncation.
                 pick = one_hot_select(grant, picks)
-                start(Cat(pick, one_hot_index(grant)), one_hot_select(grant, pick_heads),
-                      class_ptr.eq(pick + 1))
+                m.d.comb += [start_queue.eq(Cat(pick, one_hot_index(grant))),
+                             start_head.eq(one_hot_select(grant, pick_heads))]
+                with m.If(granted):
+                    m.d.sync += class_ptr.eq(pick + 1)
         return m
