@@ -140,18 +140,17 @@ class SwitchCore(wiring.Component):
         m.d.sync += connect.eq(alloc.match)
         out_busy = Signal(n)
         out_src = [Signal(range(n), name=f"out_src{j}") for j in range(n)]
+        matched = [column(connect, n, j) for j in range(n)]   # each output's input, one-hot
         m.d.comb += [
             alloc.request.eq(Cat(*(buf.request for buf in buffers))),
             alloc.urgent.eq(urgent),
-            alloc.out_free.eq(~out_busy & ~Cat(*(column(connect, n, j).any()
-                                                  for j in range(n)))),
+            alloc.out_free.eq(~out_busy & ~Cat(*(inputs.any() for inputs in matched))),
         ]
-        for j in range(n):
+        for j, inputs in enumerate(matched):
             # At most one input is matched with an output: its index from an OR per bit, not
             # from a chain of priority multiplexers.
-            matched = column(connect, n, j)
-            with m.If(matched.any()):
-                m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(matched))]
+            with m.If(inputs.any()):
+                m.d.sync += [out_busy[j].eq(1), out_src[j].eq(one_hot_index(inputs))]
         for i, buf in enumerate(buffers):
             m.d.comb += buf.grant.eq(connect[n * i:n * (i + 1)])
             # The last beat of a frame leaves the RAM: its egress is free from the next cycle.

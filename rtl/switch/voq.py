@@ -134,8 +134,9 @@ class VoqBuffer(wiring.Component):
         # reader starts from the queue and head the grant chooses (``start_*``, below), after
         # it from its registers.
         held = Signal()
-        granted = self.grant.any()
-        m.d.comb += self.busy.eq(held | granted)
+        grant, busy = self.grant, self.busy
+        granted = grant.any()
+        m.d.comb += busy.eq(held | granted)
         cur_queue = Signal(range(max(2, queues)))
         cur_head = Signal(offset_bits)
         start_queue = Signal(range(max(2, queues)))
@@ -169,7 +170,7 @@ class VoqBuffer(wiring.Component):
         m.d.comb += [
             self.r_word.eq(rport.data),
             done.eq(rd_valid & self.r_word.last),
-            reading.eq(Mux(granted, (self.grant & self.egress_room).any(),
+            reading.eq(Mux(granted, (grant & self.egress_room).any(),
                            held & has_beat & room_here)),
             # Stop at a frame's end: the beat after it belongs to the next frame.
             issue.eq(reading & ~done),
@@ -179,7 +180,7 @@ class VoqBuffer(wiring.Component):
         m.d.comb += rport.addr.eq(Cat(head, queue) if queue_bits else head)
         m.d.sync += rd_valid.eq(issue)
         with m.If(granted):
-            m.d.sync += [held.eq(1), self.r_egress.eq(one_hot_index(self.grant)),
+            m.d.sync += [held.eq(1), self.r_egress.eq(one_hot_index(grant)),
                          cur_queue.eq(start_queue), cur_head.eq(start_head + reading)]
         with m.Elif(reading):
             m.d.sync += cur_head.eq(cur_head + 1)
@@ -214,8 +215,6 @@ class VoqBuffer(wiring.Component):
                          two[q].eq(level > 1), room[q].eq(level != cap)]
 
         # --- requests and grant -----------------------------------------------------------
-        busy = self.busy
-        grant = self.grant
         if self.fifo:
             # Each frame's egress, in order: the head frame alone may request (HOL blocking).
             # Frames the switch forwards have at least 2 beats, so cap / 2 entries suffice.
