@@ -4,9 +4,10 @@ Ref: spec §7 — the receiver acknowledges cumulatively at least every ``ack_ev
 ``ack_timer`` cycles. docs/link.md states when: an ACK is due from the cycle after the frame
 that makes ``ack_every`` unacknowledged, or after ``ack_timer`` cycles with one
 unacknowledged, in SEND_ACKS, not in the cycle of an LLR_INIT; an ACK sent (or an INIT)
-settles every frame accepted before its cycle. The model below is that rule; the block counts
-a commit through a register, and this checks that ``due`` is nonetheless the rule's in every
-cycle, under random commits, ACKs, INITs and state changes (Amaranth's simulator).
+settles every frame accepted before its cycle. The model below is that rule, and this checks
+that ``due`` is the rule's in every cycle, under random commits, ACKs, INITs and state
+changes (Amaranth's simulator): a change that moves the count (a commit counted through a
+register, to take the acceptance off the clock's path) must keep it.
 """
 
 import random
