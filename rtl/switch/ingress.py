@@ -72,8 +72,9 @@ class SwitchIngress(wiring.Component):
         :data:`INGRESS_COUNTERS`: frames and octets in, frames dropped by reason.
 
     Latency: a beat taken on ``i`` in cycle *t* is written to its queue in cycle *t + 2*
-    (stage 1 holds the beat while the tables are read, stage 2 the beat and its decision). Throughput: one beat per cycle, frames
-    back to back; ``i.ready`` drops only while the frame's queue is full.
+    (stage 1 holds the beat while the tables are read, stage 2 the beat and its decision).
+    Throughput: one beat per cycle, frames back to back; ``i.ready`` drops only while the
+    frame's queue is full or one beat short of full.
     """
     def __init__(self, *, radix, vc_classes, queues, fifo=False):
         self.radix = radix
@@ -168,14 +169,24 @@ class SwitchIngress(wiring.Component):
         frame_drop = Signal()                   # the decision of the frame at stage 1, kept
         frame_queue = Signal.like(w.queue)
         frame_egress = Signal.like(w.egress)
-        room = Signal()
-        with m.Switch(w.queue):
-            for q in range(len(w.room)):
-                with m.Case(q):
-                    m.d.comb += room.eq(w.room[q])
+        # Stage 2's beat may be written when ``room`` (a register) is set: its queue had room
+        # for two beats in the cycle before, so it has room for one now whatever was written
+        # then. The advance of both stages (``i.ready`` and the enables of every stage
+        # register) then starts at a flip-flop instead of running through the multiplexer of
+        # the queues' room; the price: a stall may begin with one beat of the queue still
+        # free.
+        room = Signal(init=1)
         s2_advance = s2_valid & (s2_drop | room)
         m.d.comb += self.blocked.eq(s2_valid & ~s2_drop & ~room)
         s1_move = ~s2_valid | s2_advance
+        s1_queue = Mux(s1.first, queue_first, frame_queue)  # where stage 1's beat will go
+        room_s1, room_s2 = Signal(), Signal()
+        for queue, value in ((s1_queue, room_s1), (w.queue, room_s2)):
+            with m.Switch(queue):
+                for q in range(len(w.room)):
+                    with m.Case(q):
+                        m.d.comb += value.eq(w.room[q])
+        m.d.sync += room.eq(Mux(s1_move, room_s1, room_s2))
         m.d.comb += [
             self.i.ready.eq(~s1_valid | s1_move),
             w.en.eq(s2_advance & ~s2_drop),

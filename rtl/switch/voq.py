@@ -21,7 +21,8 @@ VC_CLASSES = Param("queues per (ingress, egress)", OneOf(1, 2, 4, 8))
 def VoqWriteSignature(radix, queues):
     """Beats into a port's queues, as the ingress drives them: ``word`` to queue ``queue``
     when ``en`` (``first``: a frame's first beat, with its ``egress``); ``room[q]``: queue
-    ``q`` can take a beat this cycle (a register)."""
+    ``q`` can take two more beats (a register, so it can take a beat in the next cycle
+    whatever is written in this one)."""
     return wiring.Signature({
         "en": Out(1), "first": Out(1),
         # (At least one bit wide even with a single queue.)
@@ -37,7 +38,8 @@ class VoqBuffer(wiring.Component):
     queue (the head-of-line-blocking baseline).
 
     Write side (the ingress): a beat on ``w_word`` goes to queue ``w_queue`` when ``w_en``; the
-    ingress writes only to a queue whose ``room`` bit is set. In ``fifo`` mode ``w_queue`` is
+    ingress writes only to a queue whose ``room`` bit (room for two beats) was set in the
+    cycle before. In ``fifo`` mode ``w_queue`` is
     ignored and the egress port of a frame is given with its first beat (``w_first``,
     ``w_egress``).
 
@@ -212,7 +214,7 @@ class VoqBuffer(wiring.Component):
                 filled[q].eq(write_here | two[q] | nonempty[q] & ~read_here),
             ]
             m.d.sync += [counts[q].eq(level), nonempty[q].eq(filled[q]),
-                         two[q].eq(level > 1), room[q].eq(level != cap)]
+                         two[q].eq(level > 1), room[q].eq(level < cap - 1)]
 
         # --- requests and grant -----------------------------------------------------------
         if self.fifo:
