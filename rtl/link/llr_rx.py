@@ -464,14 +464,23 @@ class AckCadence(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ev = self.events
-        committed, init = ev.committed, ev.init
+        init = ev.init
+        # A commit goes into a register first (``committed``) and is added to the count in the
+        # next cycle, inside ``unacked``: the acceptance's verdict (the sequence compare) ends
+        # in a flip-flop instead of running on through the count's adder. ``unacked`` is
+        # always the count of the cycle before plus that register, so ``due`` and the age see
+        # exactly the counts they would see with the commit counted at once.
+        committed = Signal()
+        m.d.sync += committed.eq(ev.committed)
+        counted = Signal(8)             # frames accepted and not yet acknowledged
         unacked = Signal(8)
+        m.d.comb += unacked.eq(counted + committed)
         ack_age = Signal(16)
         with m.If(self.ack_sent | init):
-            m.d.sync += [unacked.eq(committed), ack_age.eq(0)]
+            # This cycle's commit (if any) reaches ``committed`` next cycle and is counted then.
+            m.d.sync += [counted.eq(0), ack_age.eq(0)]
         with m.Else():
-            with m.If(committed):
-                m.d.sync += unacked.eq(unacked + 1)
+            m.d.sync += counted.eq(unacked)
             with m.If(unacked != 0):
                 m.d.sync += ack_age.eq(ack_age + 1)
         m.d.comb += self.due.eq(

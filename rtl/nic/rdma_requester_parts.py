@@ -141,8 +141,9 @@ class RdmaMessageTable(wiring.Component):
     message). ``place`` (the response side) and ``touch`` (the command side, when granted)
     write a message's progress entry stamped with ``now``; ``place`` wins. ``lookup`` reads
     both entries (transparent to their writes). The scanner visits one message per ``scan.step``;
-    a visited message outstanding, not being sent and untouched for ``timeout_cycles`` is
-    ``scan.expired`` until the next ``scan.idle``.
+    a visited message outstanding, not being sent and untouched for ``timeout_cycles`` (judged
+    in the cycle after the step, when the response side steps again) is ``scan.expired`` from
+    the cycle after that until the next ``scan.idle`` without a step.
 
     Members
     -------
@@ -157,7 +158,8 @@ class RdmaMessageTable(wiring.Component):
         The free-running cycle count stamps are taken from.
 
     Latency: ``busy``, ``outstanding`` follow ``open``/``close`` by 1 cycle; ``lookup`` entries
-    follow their address by 1; ``scan.expired`` follows its ``step`` by 1.
+    follow their address by 1; ``scan.expired`` follows its ``step`` by 2 (a register after the
+    age's compare).
 
     Throughput: one open, one close or mark, one progress write and one lookup per cycle.
     """
@@ -226,22 +228,38 @@ class RdmaMessageTable(wiring.Component):
             self.touch.granted.eq(self.touch.en & ~self.place.en),
         ]
 
+        # The scanner, two stages: a step reads the visited message's progress entry; in the
+        # next cycle its age is judged and the verdict goes into a register (``expired``), so
+        # the response side's choice of what to do next starts from a register, not from the
+        # progress memory through the age's subtraction. A verdict counts only while the
+        # response side keeps stepping (idle with nothing else to do): a message visited
+        # while it turns to other work is visited again on the next round.
         ptr = Signal(id_bits)
-        ptr_r = Signal(id_bits)
-        scanned = Signal()
+        ptr_r = Signal(id_bits)         # the message whose entry is on the scan port
+        scanned = Signal()              # ... read by a step in the cycle before
+        expired = Signal()
+        expired_id = Signal(id_bits)
         m.d.comb += progress_scan.addr.eq(ptr)
         with m.If(self.scan.idle):
             m.d.sync += scanned.eq(0)
             with m.If(self.scan.step):
                 m.d.sync += [ptr.eq(ptr + 1), ptr_r.eq(ptr), scanned.eq(1)]
         sending = self.sending.active & (self.sending.id[:id_bits] == ptr_r)
+        # A progress write to the message in the judging cycle is not on the scan port yet:
+        # the message was just touched or placed, so it has not timed out.
+        written = progress_wr.en & (progress_wr.addr == ptr_r)
+        m.d.sync += [
+            expired.eq(scanned & self.scan.step & (busy >> ptr_r)[0] & ~sending & ~written &
+                       ((now - progress_scan.data.stamp)[:STAMP_BITS] >= self.timeout_cycles)),
+            expired_id.eq(ptr_r),
+        ]
+        with m.If(self.scan.idle & ~self.scan.step):
+            m.d.sync += expired.eq(0)           # taken, or the response side turned away
         m.d.comb += [
-            self.scan.expired.eq(
-                scanned & (busy >> ptr_r)[0] & ~sending &
-                ((now - progress_scan.data.stamp)[:STAMP_BITS] >= self.timeout_cycles)),
-            self.scan.id.eq(ptr_r),
-            self.scan.status.eq(Mux((unreachable >> ptr_r)[0], CompletionStatus.UNREACHABLE,
-                                    CompletionStatus.TIMEOUT)),
+            self.scan.expired.eq(expired),
+            self.scan.id.eq(expired_id),
+            self.scan.status.eq(Mux((unreachable >> expired_id)[0],
+                                    CompletionStatus.UNREACHABLE, CompletionStatus.TIMEOUT)),
         ]
         return m
 
