@@ -95,16 +95,29 @@ def test_fail_latency():
 RDMA_TIMEOUT = 512
 
 
+#: The requester's queue of dropped packets' headers: ``messages`` entries (docs/rdma.md), 16
+#: in this harness.
+RDMA_FAIL_DEPTH = 16
+
+
 def test_rdma_unreachable_messages_complete_at_once():
     """Random WRITEs and READs, 1 octet to 1 KiB (1 to 4 packets), to a reachable and an
     unreachable endpoint, completions back-pressured: every message completes once, the
-    unreachable ones UNREACHABLE long before a timeout and without a packet leaving, the
-    others (nobody answers) TIMEOUT."""
+    unreachable ones UNREACHABLE without a packet leaving, the others (nobody answers)
+    TIMEOUT.
+
+    An UNREACHABLE completion is timed from the drop of its message's last packet (its header
+    taken on ``fail``), not from the command: before the drop the message waits for the
+    packets of the messages sent before it, as any message does. From the drop, the response
+    side (one event at a time, docs/rdma.md) offers it ``RDMA_FAIL_LATENCY`` cycles later,
+    plus the events queued before it: each completion until it is taken, plus its idle and
+    check cycles (2), and each other header (2: idle, check), at most ``RDMA_FAIL_DEPTH`` - 1
+    of them. The bound holds whatever the back-pressure, far below the timeout."""
     rng = random.Random(11)
     top = SteeredRequester(rdma=True, timeout_cycles=RDMA_TIMEOUT)
     req = top.requester
     watch = Watch(top)
-    expected, issued, lengths = {}, {}, {}
+    expected = {}
     packets = 0
 
     async def bench(ctx):
@@ -120,7 +133,6 @@ def test_rdma_unreachable_messages_complete_at_once():
             await command(ctx, req, ident, dst, read, length)
             expected[n] = (CompletionStatus.UNREACHABLE if dst == UNREACHABLE
                            else CompletionStatus.TIMEOUT)
-            issued[n], lengths[n] = watch.now, length
             if dst == REACHABLE:
                 packets += 1 if read else -(-length // 256)
             for _ in range(rng.choice((0, 1, 3))):
@@ -132,13 +144,18 @@ def test_rdma_unreachable_messages_complete_at_once():
         await ctx.tick().repeat(RDMA_TIMEOUT + 100)
 
         got = {}
-        for tag, status, cycle in watch.completions:
+        drops = [(cycle, header.th.rdma.msg)
+                 for cycle, header in zip(watch.fails, watch.failed_headers)]
+        for (tag, status, _), offered in zip(watch.completions, watch.offers):
             n = next(n for n in range(tag, 48, 16) if n not in got)
             got[n] = status
             if status == CompletionStatus.UNREACHABLE:
-                # Read, sent and dropped at about a beat per cycle, then completed.
-                assert cycle - issued[n] < lengths[n] // 8 + 60, \
-                    f"message {n} waited {cycle - issued[n]} cycles"
+                dropped = max(cycle for cycle, msg in drops if msg == tag and cycle < offered)
+                held = sum(watch.cpl_valid[dropped + 1:offered])
+                before = sum(dropped < cycle < offered for cycle in watch.offers)
+                bound = RDMA_FAIL_LATENCY + held + 2 * before + 2 * (RDMA_FAIL_DEPTH - 1)
+                assert offered - dropped <= bound, \
+                    f"message {n} offered {offered - dropped} cycles after its drop ({bound})"
         assert got == expected
         unreachable = sum(s == CompletionStatus.UNREACHABLE for s in expected.values())
         assert watch.frames_out == packets, "an unreachable message's packet left"

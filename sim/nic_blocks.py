@@ -54,26 +54,30 @@ class SteeredRequester(Elaboratable):
 
 
 class Watch:
-    """Cycle numbers of: completions (tag, status, cycle), ``fail`` transfers, the first
-    cycle of each ``cpl`` offer; the frames leaving the steer (``frames_out``) and the cycle
-    (``now``)."""
+    """Cycle numbers of: completions (tag, status, cycle), ``fail`` transfers (``fails``, the
+    headers in ``failed_headers``), the first cycle of each ``cpl`` offer; the cycles in which
+    ``cpl`` was valid (``cpl_valid``, indexed by cycle); the frames leaving the steer
+    (``frames_out``) and the cycle (``now``)."""
     def __init__(self, top):
         self.top = top
         self.now = 0
         self.completions = []
         self.fails = []
+        self.failed_headers = []
         self.offers = []
+        self.cpl_valid = [False]
         self.frames_out = 0
 
     async def process(self, ctx):
         req, steer = self.top.requester, self.top.steer
         outs = [steer.o[0][v] for v in range(steer.vcs)]
         offered = False
-        async for _, _, cv, cr, tag, status, fv, fr, *out in ctx.tick().sample(
+        async for _, _, cv, cr, tag, status, fv, fr, header, *out in ctx.tick().sample(
                 req.cpl.valid, req.cpl.ready, req.cpl.payload.tag, req.cpl.payload.status,
-                req.fail.valid, req.fail.ready,
+                req.fail.valid, req.fail.ready, req.fail.payload,
                 *(s for o in outs for s in (o.valid, o.payload.first))):
             self.now += 1
+            self.cpl_valid.append(bool(cv))
             if cv and not offered:
                 self.offers.append(self.now)
             offered = cv and not cr
@@ -81,6 +85,7 @@ class Watch:
                 self.completions.append((tag, CompletionStatus(status), self.now))
             if fv and fr:
                 self.fails.append(self.now)
+                self.failed_headers.append(header)
             self.frames_out += sum(v and first for v, first in zip(out[::2], out[1::2]))
 
 
