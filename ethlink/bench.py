@@ -1038,11 +1038,14 @@ def timing_builds(only=None):
     return builds
 
 
-def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=None):
+def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=None,
+                 workdir=None):
     """Fmax (median of the seeds, min, max), utilisation and critical path of every
     synthesisable export at its defaults (:func:`timing_builds`), one
     :func:`~ethlink.synth.synthesize` each (``jobs`` nextpnr runs at a time, default one per
-    core); a build that fails is a row with its ``error``.
+    core); a build that fails is a row with its ``error``. With ``workdir``, each build's
+    files (netlist, logs, every seed's nextpnr report with its full critical path) are kept
+    in a folder of it named after the build (``nic``, ``switch_core-radix4``).
     With ``synth`` false, only the builds are listed."""
     from .exports import generate_verilog
     from .synth import DEFAULT_SEEDS, find_top, synthesize
@@ -1059,8 +1062,10 @@ def bench_timing(synth=True, device="LFE5UM5G-85F", only=None, seeds=None, jobs=
             try:
                 text = generate_verilog(name, params)
                 row["verilog_sha256"] = verilog_digest(text)
+                kept = (Path(workdir) / "-".join([name] + [f"{k}{v}" for k, v in params.items()])
+                        if workdir else None)
                 figures = synthesize(text, find_top(text) or name, device=device, seeds=seeds,
-                                     jobs=jobs)
+                                     jobs=jobs, workdir=kept)
                 row.update({key: figures[key] for key in (
                     "fmax_mhz", "fmax_min_mhz", "fmax_max_mhz", "fmax_by_seed", "lut", "ff",
                     "ebr", "lutram", "dsp", "critical_path", "blocks", "seconds")})
@@ -1220,7 +1225,8 @@ def _run(args):
                else {"frames": args.frames, "fec": not args.no_fec} if args.name == "link"
                else {"frames": args.frames} if args.name == "cbfc"
                else {"requests": args.frames} if args.name == "nic"
-               else {"only": args.only, "seeds": args.seeds} if args.name == "timing"
+               else {"only": args.only, "seeds": args.seeds, "workdir": args.workdir}
+               if args.name == "timing"
                else {})
     if (args.update or args.markdown or args.stale) and args.name != "timing":
         print("ethlink bench: --update, --markdown and --stale are options of `timing`",
@@ -1279,6 +1285,9 @@ def register(subparsers):
                         "synthesisable export)")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="timing: nextpnr seeds per build (default: 3)")
+    p.add_argument("--workdir", metavar="DIR",
+                   help="timing: keep each build's files (netlist, logs, nextpnr reports) in "
+                        "a folder of DIR named after the build")
     p.add_argument("--update", metavar="FILE",
                    help="timing: write the builds made into FILE, keeping its other rows "
                         "(the docs' table is kept in sim/reports/timing.json this way)")
