@@ -308,7 +308,10 @@ def test_bench_timing(monkeypatch):
     with pytest.raises(ValueError, match="not a synthesisable export"):
         bench.timing_builds(["nic_pair_harness_that_does_not_exist"])
 
-    def fake_synthesize(text, top, device, seeds, jobs):
+    workdirs = []
+
+    def fake_synthesize(text, top, device, seeds, jobs, workdir):
+        workdirs.append(workdir)
         if top == "mac_rx":
             raise RuntimeError("nextpnr-ecp5 failed\nmore")
         return {"fmax_mhz": 100.0, "fmax_min_mhz": 90.0, "fmax_max_mhz": 110.0,
@@ -328,3 +331,7 @@ def test_bench_timing(monkeypatch):
     table = bench.TABLES["timing"](result)
     assert "100.0 (90-110)" in table and "10.00" in table and "a.r -> b.q" in table
     assert "error: nextpnr-ecp5 failed" in table
+    assert workdirs == [None, None]
+    # --workdir: each build's files in a folder named after the build.
+    bench.bench_timing(only=["switch_core"], seeds=3, workdir="kept")
+    assert workdirs[2:] == [Path("kept/switch_core"), Path("kept/switch_core-radix4")]
