@@ -144,8 +144,7 @@ def test_rdma_unreachable_messages_complete_at_once():
         await ctx.tick().repeat(RDMA_TIMEOUT + 100)
 
         got = {}
-        drops = [(cycle, header.th.rdma.msg)
-                 for cycle, header in zip(watch.fails, watch.failed_headers)]
+        drops = [(cycle, header.th.rdma.msg) for cycle, header in watch.fails]
         for (tag, status, _), offered in zip(watch.completions, watch.offers):
             n = next(n for n in range(tag, 48, 16) if n not in got)
             got[n] = status

@@ -54,8 +54,8 @@ class SteeredRequester(Elaboratable):
 
 
 class Watch:
-    """Cycle numbers of: completions (tag, status, cycle), ``fail`` transfers (``fails``, the
-    headers in ``failed_headers``), the first cycle of each ``cpl`` offer; the cycles in which
+    """Cycle numbers of: completions (tag, status, cycle), ``fail`` transfers (``fails``:
+    cycle, header), the first cycle of each ``cpl`` offer; the cycles in which
     ``cpl`` was valid (``cpl_valid``, indexed by cycle); the frames leaving the steer
     (``frames_out``) and the cycle (``now``)."""
     def __init__(self, top):
@@ -63,7 +63,6 @@ class Watch:
         self.now = 0
         self.completions = []
         self.fails = []
-        self.failed_headers = []
         self.offers = []
         self.cpl_valid = [False]
         self.frames_out = 0
@@ -84,8 +83,7 @@ class Watch:
             if cv and cr:
                 self.completions.append((tag, CompletionStatus(status), self.now))
             if fv and fr:
-                self.fails.append(self.now)
-                self.failed_headers.append(header)
+                self.fails.append((self.now, header))
             self.frames_out += sum(v and first for v, first in zip(out[::2], out[1::2]))
 
 
@@ -166,4 +164,4 @@ def measure_fail_latency(rdma=False):
         assert watch.completions[0][:2] == (0, CompletionStatus.UNREACHABLE), watch.completions
 
     run(top, watch, bench)
-    return watch.offers[0] - watch.fails[0]
+    return watch.offers[0] - watch.fails[0][0]

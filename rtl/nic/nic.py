@@ -57,10 +57,14 @@ class FrameSteer(wiring.Component):
     then leaves whole on ``o[port][vc - first_vc]``, its first beat the cycle after the answer
     (the block serves VCs ``first_vc`` … ``first_vc + vcs - 1``), or, if the register stage
     below is full then, as soon as it has room (the answer is kept: it comes only once). Every beat leaves through a
-    register stage (:class:`TwoEntryFifo`): ``o`` is driven by flip-flops and ``i.ready`` is
-    one, so neither the ports' transmit logic nor their back-pressure reaches back through
-    the block into the engines — on the NIC those were one combinational chain across both
-    ports, which bounded its clock. A frame no port reaches (``result.none``) is dropped and
+    register stage of its port (a :class:`TwoEntryFifo` per port): ``o`` is driven by
+    flip-flops and ``i.ready`` is one, so neither the ports' transmit logic nor their
+    back-pressure reaches back through the block into the engines — on the NIC those were one
+    combinational chain across both ports, which bounded its clock — and each port's logic
+    starts from registers of its own: one stage shared by the ports was the NIC's critical
+    path, its head feeding both ports' transmit sides and one port's back-pressure moving the
+    head the other reads (docs/timing.md). Frames to one port leave in the order they came;
+    a frame to one port may leave before the end of an earlier one to another that waits. A frame no port reaches (``result.none``) is dropped and
     counted (``count.unroutable``); one of another VC likewise (``count.bad_vc``): both are
     consumed at one beat per cycle. The header of an unroutable
     frame (its first 16 octets as a :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an
@@ -194,33 +198,36 @@ class FrameSteer(wiring.Component):
         # A dropped frame's first beats, for ``failed``.
         first, second, unroutable_frame = Signal(), Signal(), Signal()
         head = Signal(8 * MAC_BEAT_OCTETS)
-        # The steered beats pass through a register stage (a queue of two whose head and
-        # ``ready`` are flip-flops): the ports' transmit logic starts from a register, and
-        # their back-pressure stops there, not in the engines (nic.md §8, timing).
-        m.submodules.out_q = out_q = TwoEntryFifo(data.StructLayout({
-            "beat": PacketLayout(MAC_BEAT_OCTETS), "port": range(MAX_PORTS), "vc": 3}))
-        steered = out_q.r_stream
+        # The steered beats pass through a register stage per port (a queue of two whose head
+        # and ``ready`` are flip-flops): each port's transmit logic starts from registers of
+        # its own, placed beside it, and its back-pressure stops there, not in the engines nor
+        # in the other ports' stages (nic.md §8, timing).
+        out_q = []
         for p in range(self.ports):
+            m.submodules[f"out_q{p}"] = queue = TwoEntryFifo(data.StructLayout({
+                "beat": PacketLayout(MAC_BEAT_OCTETS), "vc": 3}))
+            out_q.append(queue)
+            steered = queue.r_stream
             for v in range(self.vcs):
                 out = self.o[p][v]
-                with m.If((steered.payload.port == p)
-                          & (steered.payload.vc == self.first_vc + v)):
+                with m.If(steered.payload.vc == self.first_vc + v):
                     m.d.comb += [out.valid.eq(steered.valid),
                                  out.payload.eq(steered.payload.beat),
                                  steered.ready.eq(out.ready)]
 
         def forward(to_port, to_vc=vc):
-            m.d.comb += [out_q.w_stream.valid.eq(self.i.valid),
-                         out_q.w_stream.payload.beat.eq(beat),
-                         out_q.w_stream.payload.port.eq(to_port),
-                         out_q.w_stream.payload.vc.eq(to_vc),
-                         self.i.ready.eq(out_q.w_stream.ready)]
+            for p, queue in enumerate(out_q):
+                m.d.comb += [queue.w_stream.payload.beat.eq(beat),
+                             queue.w_stream.payload.vc.eq(to_vc)]
+                with m.If(to_port == p):
+                    m.d.comb += [queue.w_stream.valid.eq(self.i.valid),
+                                 self.i.ready.eq(queue.w_stream.ready)]
 
         asked = Signal()
         own, hit, hit_port = self._ahead(m, oefh, asked)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(out_q.level == 0)
+                m.d.comb += self.idle.eq(Cat(q.level == 0 for q in out_q).all())
                 with m.If(self.i.valid & hit):
                     # Its port was looked up ahead: the first beat is taken now.
                     forward(hit_port, oefh.vc)
