@@ -59,12 +59,11 @@ class FrameSteer(wiring.Component):
     below is full then, as soon as it has room (the answer is kept: it comes only once). Every beat leaves through a
     register stage of its port (a :class:`TwoEntryFifo` per port): ``o`` is driven by
     flip-flops and ``i.ready`` is one, so neither the ports' transmit logic nor their
-    back-pressure reaches back through the block into the engines — on the NIC those were one
-    combinational chain across both ports, which bounded its clock — and each port's logic
-    starts from registers of its own: one stage shared by the ports was the NIC's critical
-    path, its head feeding both ports' transmit sides and one port's back-pressure moving the
-    head the other reads (docs/timing.md). Frames to one port leave in the order they came;
-    a frame to one port may leave before the end of an earlier one to another that waits. A frame no port reaches (``result.none``) is dropped and
+    back-pressure reaches back through the block into the engines, and each port's logic
+    starts from registers of its own that no other port's back-pressure moves (on the NIC
+    these chains bounded its clock, docs/timing.md). Frames to one port leave in the order
+    they came; a frame to one port may leave before the end of an earlier one to another
+    port that waits. A frame no port reaches (``result.none``) is dropped and
     counted (``count.unroutable``); one of another VC likewise (``count.bad_vc``): both are
     consumed at one beat per cycle. The header of an unroutable
     frame (its first 16 octets as a :class:`HeaderLayout`: the OEFH and an L/S TH whole, or an
